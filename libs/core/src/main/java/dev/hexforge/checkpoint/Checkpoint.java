@@ -1,0 +1,181 @@
+package dev.hexforge.checkpoint;
+
+import dev.hexforge.safetensors.DType;
+import dev.hexforge.safetensors.TensorInfo;
+import dev.hexforge.safetensors.TensorStore;
+
+import java.io.Closeable;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import static dev.hexforge.checkpoint.TensorNames.Linear;
+
+/**
+ * A Hugging Face model folder whose config and weights have been checked against each other: every tensor the
+ * decoder needs is present with the shape the config implies and a float dtype. Non-finite weights are reported
+ * as warnings naming the tensor.
+ */
+public final class Checkpoint implements Closeable {
+    private static final System.Logger LOG = System.getLogger(Checkpoint.class.getName());
+
+    private final Path dir;
+    private final ModelConfig config;
+    private final TensorStore store;
+    private final Map<String, long[]> expected;
+    private final List<String> warnings;
+
+    private Checkpoint(Path dir, ModelConfig config, TensorStore store, Map<String, long[]> expected, List<String> warnings) {
+        this.dir = dir;
+        this.config = config;
+        this.store = store;
+        this.expected = expected;
+        this.warnings = warnings;
+    }
+
+    public static Checkpoint open(Path dir) {
+        ModelConfig config = ModelConfig.read(dir);
+        TensorStore store = TensorStore.open(dir);
+        try {
+            Map<String, long[]> expected = expectedTensors(config);
+            List<String> problems = new ArrayList<>();
+            for (Map.Entry<String, long[]> e : expected.entrySet()) {
+                if (!store.contains(e.getKey())) {
+                    problems.add("missing tensor '" + e.getKey() + "'");
+                    continue;
+                }
+                TensorInfo t = store.info(e.getKey());
+                if (!Arrays.equals(t.shape(), e.getValue())) {
+                    problems.add("tensor '" + e.getKey() + "' has shape " + t.shapeString() + " but config.json implies "
+                            + Arrays.toString(e.getValue()));
+                }
+                if (t.dtype() != DType.F32 && t.dtype() != DType.F16 && t.dtype() != DType.BF16) {
+                    problems.add("tensor '" + e.getKey() + "' has dtype " + t.dtype() + " (expected F32, F16 or BF16)");
+                }
+            }
+            if (!problems.isEmpty()) {
+                throw new CheckpointException(dir.getFileName() + ": weights disagree with config.json: " + String.join("; ", problems));
+            }
+            List<String> warnings = new ArrayList<>();
+            Set<String> extra = new LinkedHashSet<>(store.names());
+            extra.removeAll(expected.keySet());
+            if (config.tieWordEmbeddings()) {
+                extra.remove(TensorNames.LM_HEAD); // some exporters write the tied head anyway; it is ignored
+            }
+            if (!extra.isEmpty()) {
+                warnings.add("ignoring " + extra.size() + " tensor(s) the decoder does not use: " + extra);
+            }
+            for (String name : expected.keySet()) {
+                long bad = countNonFinite(store.bytes(name), store.info(name).dtype());
+                if (bad > 0) {
+                    warnings.add("tensor '" + name + "' has " + bad + " NaN/Inf value(s)");
+                }
+            }
+            warnings.forEach(w -> LOG.log(System.Logger.Level.WARNING, "{0}: {1}", dir.getFileName(), w));
+            return new Checkpoint(dir, config, store, Collections.unmodifiableMap(expected), List.copyOf(warnings));
+        } catch (RuntimeException e) {
+            store.close();
+            throw e;
+        }
+    }
+
+    /** Every tensor the decoder reads, with its shape, in a stable order (embeddings, layers, norm, head). */
+    public static Map<String, long[]> expectedTensors(ModelConfig c) {
+        Map<String, long[]> m = new LinkedHashMap<>();
+        long h = c.hiddenSize();
+        m.put(TensorNames.EMBED, new long[]{c.vocabSize(), h});
+        for (int i = 0; i < c.numLayers(); i++) {
+            m.put(TensorNames.inputNorm(i), new long[]{h});
+            m.put(TensorNames.weight(i, Linear.Q), new long[]{c.qSize(), h});
+            m.put(TensorNames.weight(i, Linear.K), new long[]{c.kvSize(), h});
+            m.put(TensorNames.weight(i, Linear.V), new long[]{c.kvSize(), h});
+            if (c.attentionBias()) {
+                m.put(TensorNames.bias(i, Linear.Q), new long[]{c.qSize()});
+                m.put(TensorNames.bias(i, Linear.K), new long[]{c.kvSize()});
+                m.put(TensorNames.bias(i, Linear.V), new long[]{c.kvSize()});
+            }
+            m.put(TensorNames.weight(i, Linear.O), new long[]{h, c.qSize()});
+            m.put(TensorNames.postAttentionNorm(i), new long[]{h});
+            m.put(TensorNames.weight(i, Linear.GATE), new long[]{c.intermediateSize(), h});
+            m.put(TensorNames.weight(i, Linear.UP), new long[]{c.intermediateSize(), h});
+            m.put(TensorNames.weight(i, Linear.DOWN), new long[]{h, c.intermediateSize()});
+        }
+        m.put(TensorNames.FINAL_NORM, new long[]{h});
+        if (!c.tieWordEmbeddings()) {
+            m.put(TensorNames.LM_HEAD, new long[]{c.vocabSize(), h});
+        }
+        return m;
+    }
+
+    private static long countNonFinite(ByteBuffer b, DType dtype) {
+        long bad = 0;
+        switch (dtype) {
+            case F32 -> {
+                for (int i = 0, n = b.remaining() / 4; i < n; i++) {
+                    if ((b.getInt(i * 4) & 0x7f800000) == 0x7f800000) {
+                        bad++;
+                    }
+                }
+            }
+            case BF16 -> {
+                for (int i = 0, n = b.remaining() / 2; i < n; i++) {
+                    if ((b.getShort(i * 2) & 0x7f80) == 0x7f80) {
+                        bad++;
+                    }
+                }
+            }
+            case F16 -> {
+                for (int i = 0, n = b.remaining() / 2; i < n; i++) {
+                    if ((b.getShort(i * 2) & 0x7c00) == 0x7c00) {
+                        bad++;
+                    }
+                }
+            }
+            default -> {
+            }
+        }
+        return bad;
+    }
+
+    public Path dir() {
+        return dir;
+    }
+
+    public ModelConfig config() {
+        return config;
+    }
+
+    public TensorStore store() {
+        return store;
+    }
+
+    /** Names and shapes of the tensors the decoder reads. */
+    public Map<String, long[]> tensors() {
+        return expected;
+    }
+
+    public List<String> warnings() {
+        return warnings;
+    }
+
+    public float[] floats(String name) {
+        return store.floats(name);
+    }
+
+    /** The output head: lm_head, or the embedding when tied. */
+    public String lmHeadName() {
+        return config.tieWordEmbeddings() ? TensorNames.EMBED : TensorNames.LM_HEAD;
+    }
+
+    @Override
+    public void close() {
+        store.close();
+    }
+}

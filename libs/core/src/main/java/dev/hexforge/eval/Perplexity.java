@@ -1,0 +1,65 @@
+package dev.hexforge.eval;
+
+import dev.hexforge.generate.CausalLm;
+import dev.hexforge.generate.DecodeSession;
+
+import java.util.function.IntConsumer;
+
+/**
+ * Perplexity under the fixture protocol: non-overlapping windows of {@code window} tokens from position 0 (the
+ * trailing remainder is dropped), each run in a fresh context, tokens 1..window-1 scored with log-softmax in
+ * float64 over the float32 logits, {@code exp(mean NLL)}.
+ */
+public final class Perplexity {
+
+    public record Result(double perplexity, double meanNll, long scoredTokens, int windows, int droppedTrailingTokens) {
+    }
+
+    private Perplexity() {
+    }
+
+    /** @param onWindow called with the number of windows done, for progress; may be null */
+    public static Result evaluate(CausalLm model, int[] ids, int window, IntConsumer onWindow) {
+        if (window < 2) {
+            throw new IllegalArgumentException("window must be at least 2 tokens");
+        }
+        if (window > model.maxContext()) {
+            throw new IllegalArgumentException("window " + window + " exceeds the model's context " + model.maxContext());
+        }
+        int windows = ids.length / window;
+        if (windows == 0) {
+            throw new IllegalArgumentException("the text has " + ids.length + " tokens, fewer than one window of " + window);
+        }
+        double nll = 0;
+        long scored = 0;
+        int[] chunk = new int[window];
+        for (int w = 0; w < windows; w++) {
+            System.arraycopy(ids, w * window, chunk, 0, window);
+            float[][] logits;
+            try (DecodeSession s = model.start(window)) {
+                logits = s.appendAll(chunk);
+            }
+            for (int t = 0; t + 1 < window; t++) {
+                nll += negativeLogLikelihood(logits[t], chunk[t + 1]);
+                scored++;
+            }
+            if (onWindow != null) {
+                onWindow.accept(w + 1);
+            }
+        }
+        double mean = nll / scored;
+        return new Result(Math.exp(mean), mean, scored, windows, ids.length - windows * window);
+    }
+
+    public static double negativeLogLikelihood(float[] logits, int target) {
+        double max = Double.NEGATIVE_INFINITY;
+        for (float v : logits) {
+            max = Math.max(max, v);
+        }
+        double sum = 0;
+        for (float v : logits) {
+            sum += Math.exp(v - max);
+        }
+        return -(logits[target] - max - Math.log(sum));
+    }
+}

@@ -1,0 +1,250 @@
+package dev.hexforge.forward;
+
+import dev.hexforge.checkpoint.ModelConfig;
+import dev.hexforge.checkpoint.TensorNames.Linear;
+import dev.hexforge.generate.CausalLm;
+import dev.hexforge.generate.DecodeSession;
+
+/**
+ * The reference forward of a Qwen2 / Llama decoder in plain Java, following Hugging Face's float32 eager path
+ * (RMSNorm, RoPE, GQA attention with causal mask, SwiGLU MLP, final norm, lm_head), one position at a time with a
+ * KV cache. It is the oracle for exports, quantization and training.
+ */
+public final class DecoderForward implements CausalLm {
+    private final DecoderWeights w;
+    private final ModelConfig c;
+    private final TensorOps ops;
+    private final Rope rope;
+    private final float scale;
+
+    public DecoderForward(DecoderWeights weights, TensorOps ops) {
+        this.w = weights;
+        this.c = weights.config();
+        this.ops = ops;
+        this.rope = Rope.of(c, c.maxPositionEmbeddings());
+        this.scale = (float) (1.0 / Math.sqrt(c.headDim()));
+    }
+
+    public DecoderForward(DecoderWeights weights) {
+        this(weights, TensorOps.best());
+    }
+
+    public ModelConfig config() {
+        return c;
+    }
+
+    public TensorOps ops() {
+        return ops;
+    }
+
+    @Override
+    public int vocabSize() {
+        return c.vocabSize();
+    }
+
+    @Override
+    public int maxContext() {
+        return c.maxPositionEmbeddings();
+    }
+
+    @Override
+    public DecodeSession start(int capacity) {
+        KvCache cache = new KvCache(c, capacity);
+        return new DecodeSession() {
+            @Override
+            public float[][] appendAll(int[] ids) {
+                return forward(ids, cache, true);
+            }
+
+            @Override
+            public float[] append(int[] ids) {
+                float[][] r = forward(ids, cache, false);
+                return r[r.length - 1];
+            }
+
+            @Override
+            public int length() {
+                return cache.length();
+            }
+        };
+    }
+
+    /** Logits for every position in a fresh context. */
+    public float[][] logits(int[] ids) {
+        return forward(ids, new KvCache(c, ids.length), true);
+    }
+
+    /**
+     * Runs the tokens through the decoder, appending to the cache. Returns logits for every token when
+     * {@code allLogits}, else an array whose last row holds the last token's logits (other rows null).
+     */
+    public float[][] forward(int[] ids, KvCache cache, boolean allLogits) {
+        cache.checkRoom(ids.length);
+        float[][] out = new float[ids.length][];
+        Scratch s = new Scratch(c);
+        for (int t = 0; t < ids.length; t++) {
+            float[] x = hiddenAfterLayers(ids[t], cache, s, null);
+            if (allLogits || t == ids.length - 1) {
+                out[t] = head(x, s);
+            }
+        }
+        return out;
+    }
+
+    /**
+     * The residual stream of each token after the embedding and after every layer, [1 + layers][hidden], then the
+     * final-norm output; for layer-by-layer comparisons with a reference.
+     */
+    public float[][][] hiddenStates(int[] ids) {
+        KvCache cache = new KvCache(c, ids.length);
+        Scratch s = new Scratch(c);
+        float[][][] out = new float[ids.length][][];
+        for (int t = 0; t < ids.length; t++) {
+            float[][] trace = new float[c.numLayers() + 2][];
+            float[] x = hiddenAfterLayers(ids[t], cache, s, trace);
+            float[] normed = new float[c.hiddenSize()];
+            rmsNorm(x, w.finalNorm(), normed);
+            trace[c.numLayers() + 1] = normed;
+            out[t] = trace;
+        }
+        return out;
+    }
+
+    private static final class Scratch {
+        final float[] normed;
+        final float[] q;
+        final float[] k;
+        final float[] v;
+        final float[] attn;
+        final float[] proj;
+        final float[] gate;
+        final float[] up;
+        float[] scores;
+
+        Scratch(ModelConfig c) {
+            normed = new float[c.hiddenSize()];
+            q = new float[c.qSize()];
+            k = new float[c.kvSize()];
+            v = new float[c.kvSize()];
+            attn = new float[c.qSize()];
+            proj = new float[c.hiddenSize()];
+            gate = new float[c.intermediateSize()];
+            up = new float[c.intermediateSize()];
+            scores = new float[64];
+        }
+    }
+
+    private float[] hiddenAfterLayers(int token, KvCache cache, Scratch s, float[][] trace) {
+        if (token < 0 || token >= c.vocabSize()) {
+            throw new IllegalArgumentException("token id " + token + " is outside the vocabulary (0.." + (c.vocabSize() - 1) + ")");
+        }
+        int h = c.hiddenSize();
+        int pos = cache.length();
+        if (pos >= rope.positions()) {
+            throw new IllegalArgumentException("position " + pos + " is past max_position_embeddings " + rope.positions());
+        }
+        float[] x = new float[h];
+        System.arraycopy(w.embed(), token * h, x, 0, h);
+        if (trace != null) {
+            trace[0] = x.clone();
+        }
+        for (int l = 0; l < c.numLayers(); l++) {
+            DecoderWeights.Layer L = w.layer(l);
+            rmsNorm(x, L.inputNorm, s.normed);
+            linear(L, Linear.Q, s.normed, s.q, c.qSize(), h);
+            linear(L, Linear.K, s.normed, s.k, c.kvSize(), h);
+            linear(L, Linear.V, s.normed, s.v, c.kvSize(), h);
+            for (int head = 0; head < c.numHeads(); head++) {
+                rope.apply(s.q, head * c.headDim(), pos);
+            }
+            for (int head = 0; head < c.numKvHeads(); head++) {
+                rope.apply(s.k, head * c.headDim(), pos);
+            }
+            System.arraycopy(s.k, 0, cache.keys(l), pos * c.kvSize(), c.kvSize());
+            System.arraycopy(s.v, 0, cache.values(l), pos * c.kvSize(), c.kvSize());
+            attention(cache, l, pos, s);
+            linear(L, Linear.O, s.attn, s.proj, h, c.qSize());
+            for (int i = 0; i < h; i++) {
+                x[i] += s.proj[i];
+            }
+            rmsNorm(x, L.postAttentionNorm, s.normed);
+            int inter = c.intermediateSize();
+            linear(L, Linear.GATE, s.normed, s.gate, inter, h);
+            linear(L, Linear.UP, s.normed, s.up, inter, h);
+            for (int i = 0; i < inter; i++) {
+                float g = s.gate[i];
+                s.gate[i] = g / (1f + (float) Math.exp(-g)) * s.up[i];
+            }
+            linear(L, Linear.DOWN, s.gate, s.proj, h, inter);
+            for (int i = 0; i < h; i++) {
+                x[i] += s.proj[i];
+            }
+            if (trace != null) {
+                trace[l + 1] = x.clone();
+            }
+        }
+        cache.advance();
+        return x;
+    }
+
+    private float[] head(float[] x, Scratch s) {
+        rmsNorm(x, w.finalNorm(), s.normed);
+        float[] logits = new float[c.vocabSize()];
+        ops.matVec(w.lmHead(), c.vocabSize(), c.hiddenSize(), s.normed, 0, logits, 0);
+        return logits;
+    }
+
+    private void linear(DecoderWeights.Layer L, Linear which, float[] in, float[] out, int rows, int cols) {
+        ops.matVec(L.weight(which), rows, cols, in, 0, out, 0);
+        float[] b = L.bias(which);
+        if (b != null) {
+            for (int i = 0; i < rows; i++) {
+                out[i] += b[i];
+            }
+        }
+    }
+
+    private void attention(KvCache cache, int layer, int pos, Scratch s) {
+        int d = c.headDim();
+        int kv = c.kvSize();
+        int group = c.groupSize();
+        int len = pos + 1;
+        if (s.scores.length < len) {
+            s.scores = new float[Math.max(len, s.scores.length * 2)];
+        }
+        float[] keys = cache.keys(layer);
+        float[] values = cache.values(layer);
+        java.util.Arrays.fill(s.attn, 0f);
+        for (int head = 0; head < c.numHeads(); head++) {
+            int kvOff = (head / group) * d;
+            int qOff = head * d;
+            float max = Float.NEGATIVE_INFINITY;
+            for (int j = 0; j < len; j++) {
+                float sc = ops.dot(s.q, qOff, keys, j * kv + kvOff, d) * scale;
+                s.scores[j] = sc;
+                max = Math.max(max, sc);
+            }
+            float sum = 0f;
+            for (int j = 0; j < len; j++) {
+                float e = (float) Math.exp(s.scores[j] - max);
+                s.scores[j] = e;
+                sum += e;
+            }
+            for (int j = 0; j < len; j++) {
+                ops.axpy(s.scores[j] / sum, values, j * kv + kvOff, s.attn, qOff, d);
+            }
+        }
+    }
+
+    private void rmsNorm(float[] x, float[] weight, float[] out) {
+        double ss = 0;
+        for (float v : x) {
+            ss += (double) v * v;
+        }
+        float variance = (float) (ss / x.length);
+        float inv = (float) (1.0 / Math.sqrt(variance + (float) c.rmsNormEps()));
+        for (int i = 0; i < x.length; i++) {
+            out[i] = weight[i] * (x[i] * inv);
+        }
+    }
+}

@@ -1,0 +1,115 @@
+package dev.hexforge.forward;
+
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.checkpoint.ModelConfig;
+import dev.hexforge.checkpoint.TensorNames;
+import dev.hexforge.checkpoint.TensorNames.Linear;
+
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.function.BiFunction;
+
+/** All decoder weights as float32 arrays, row-major, linears as [out, in] like Hugging Face. */
+public final class DecoderWeights {
+
+    /** One decoder layer. Biases are null when the architecture has none. */
+    public static final class Layer {
+        final float[] inputNorm;
+        final float[] postAttentionNorm;
+        final Map<Linear, float[]> weights;
+        final Map<Linear, float[]> biases;
+
+        Layer(float[] inputNorm, float[] postAttentionNorm, Map<Linear, float[]> weights, Map<Linear, float[]> biases) {
+            this.inputNorm = inputNorm;
+            this.postAttentionNorm = postAttentionNorm;
+            this.weights = weights;
+            this.biases = biases;
+        }
+
+        public float[] weight(Linear l) {
+            return weights.get(l);
+        }
+
+        public float[] bias(Linear l) {
+            return biases.get(l);
+        }
+    }
+
+    private final ModelConfig config;
+    private final float[] embed;
+    private final Layer[] layers;
+    private final float[] finalNorm;
+    private final float[] lmHead;
+
+    private DecoderWeights(ModelConfig config, float[] embed, Layer[] layers, float[] finalNorm, float[] lmHead) {
+        this.config = config;
+        this.embed = embed;
+        this.layers = layers;
+        this.finalNorm = finalNorm;
+        this.lmHead = lmHead;
+    }
+
+    public static DecoderWeights load(Checkpoint ckpt) {
+        ModelConfig c = ckpt.config();
+        Layer[] layers = new Layer[c.numLayers()];
+        for (int i = 0; i < layers.length; i++) {
+            Map<Linear, float[]> w = new EnumMap<>(Linear.class);
+            Map<Linear, float[]> b = new EnumMap<>(Linear.class);
+            for (Linear l : Linear.values()) {
+                w.put(l, ckpt.floats(TensorNames.weight(i, l)));
+            }
+            if (c.attentionBias()) {
+                for (Linear l : new Linear[]{Linear.Q, Linear.K, Linear.V}) {
+                    b.put(l, ckpt.floats(TensorNames.bias(i, l)));
+                }
+            }
+            layers[i] = new Layer(ckpt.floats(TensorNames.inputNorm(i)), ckpt.floats(TensorNames.postAttentionNorm(i)), w, b);
+        }
+        float[] embed = ckpt.floats(TensorNames.EMBED);
+        float[] head = c.tieWordEmbeddings() ? embed : ckpt.floats(TensorNames.LM_HEAD);
+        return new DecoderWeights(c, embed, layers, ckpt.floats(TensorNames.FINAL_NORM), head);
+    }
+
+    /**
+     * A copy in which every linear weight of the decoder layers is replaced by {@code f(layerIndex, linear)} when
+     * that returns non-null (used for fake quantization and merged adapters); other arrays are shared.
+     */
+    public DecoderWeights withLinears(BiFunction<Integer, Linear, float[]> f) {
+        Layer[] out = new Layer[layers.length];
+        for (int i = 0; i < layers.length; i++) {
+            Map<Linear, float[]> w = new EnumMap<>(layers[i].weights);
+            for (Linear l : Linear.values()) {
+                float[] replacement = f.apply(i, l);
+                if (replacement != null) {
+                    if (replacement.length != w.get(l).length) {
+                        throw new IllegalArgumentException("replacement for layer " + i + " " + l + " has "
+                                + replacement.length + " values, expected " + w.get(l).length);
+                    }
+                    w.put(l, replacement);
+                }
+            }
+            out[i] = new Layer(layers[i].inputNorm, layers[i].postAttentionNorm, w, layers[i].biases);
+        }
+        return new DecoderWeights(config, embed, out, finalNorm, lmHead);
+    }
+
+    public ModelConfig config() {
+        return config;
+    }
+
+    public float[] embed() {
+        return embed;
+    }
+
+    public Layer layer(int i) {
+        return layers[i];
+    }
+
+    public float[] finalNorm() {
+        return finalNorm;
+    }
+
+    public float[] lmHead() {
+        return lmHead;
+    }
+}

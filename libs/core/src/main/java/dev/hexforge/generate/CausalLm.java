@@ -1,0 +1,17 @@
+package dev.hexforge.generate;
+
+/** A causal language model that can be run token by token: the Java forward or an ONNX Runtime session. */
+public interface CausalLm extends AutoCloseable {
+
+    int vocabSize();
+
+    /** The longest sequence one session can hold. */
+    int maxContext();
+
+    /** A fresh context with room for {@code capacity} tokens. */
+    DecodeSession start(int capacity);
+
+    @Override
+    default void close() {
+    }
+}

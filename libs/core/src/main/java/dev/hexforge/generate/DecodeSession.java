@@ -1,0 +1,21 @@
+package dev.hexforge.generate;
+
+/** One growing sequence with its KV cache. */
+public interface DecodeSession extends AutoCloseable {
+
+    /** Appends tokens and returns the logits of every appended position, [ids.length][vocab]. */
+    float[][] appendAll(int[] ids);
+
+    /** Appends tokens and returns the logits of the last one. */
+    default float[] append(int[] ids) {
+        float[][] all = appendAll(ids);
+        return all[all.length - 1];
+    }
+
+    /** Tokens held so far. */
+    int length();
+
+    @Override
+    default void close() {
+    }
+}

@@ -1,0 +1,141 @@
+package dev.hexforge.safetensors;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Writes a safetensors file from tensors whose bytes are produced one at a time, so a model is never held whole in
+ * memory. The file appears under its final name only when complete.
+ */
+public final class SafetensorsWriter {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    /** Produces a tensor's little-endian bytes; called once, in file order. */
+    @FunctionalInterface
+    public interface ByteSource {
+        ByteBuffer bytes() throws IOException;
+    }
+
+    public record Entry(String name, DType dtype, long[] shape, ByteSource source) {
+        public long byteSize() {
+            long n = dtype.bytes();
+            for (long d : shape) {
+                n = Math.multiplyExact(n, d);
+            }
+            return n;
+        }
+
+        /** A float32 array written as F32, F16 or BF16. */
+        public static Entry ofFloats(String name, long[] shape, float[] values, DType dtype) {
+            return new Entry(name, dtype, shape, () -> encode(values, dtype));
+        }
+
+        public static Entry ofBytes(String name, DType dtype, long[] shape, ByteBuffer bytes) {
+            return new Entry(name, dtype, shape, bytes::duplicate);
+        }
+    }
+
+    private SafetensorsWriter() {
+    }
+
+    public static ByteBuffer encode(float[] values, DType dtype) {
+        ByteBuffer b = ByteBuffer.allocate(values.length * dtype.bytes()).order(ByteOrder.LITTLE_ENDIAN);
+        switch (dtype) {
+            case F32 -> b.asFloatBuffer().put(values);
+            case BF16 -> {
+                for (float v : values) {
+                    b.putShort(FloatConversion.floatToBf16(v));
+                }
+            }
+            case F16 -> {
+                for (float v : values) {
+                    b.putShort(FloatConversion.floatToF16(v));
+                }
+            }
+            default -> throw new IllegalArgumentException("cannot encode floats as " + dtype);
+        }
+        b.rewind();
+        return b;
+    }
+
+    public static void write(Path out, Map<String, String> metadata, List<Entry> entries) {
+        ObjectNode header = JSON.createObjectNode();
+        if (metadata != null && !metadata.isEmpty()) {
+            ObjectNode meta = header.putObject("__metadata__");
+            metadata.forEach(meta::put);
+        }
+        Set<String> names = new HashSet<>();
+        long offset = 0;
+        for (Entry e : entries) {
+            if (!names.add(e.name()) || e.name().equals("__metadata__")) {
+                throw new IllegalArgumentException("duplicate or reserved tensor name '" + e.name() + "'");
+            }
+            ObjectNode t = header.putObject(e.name());
+            t.put("dtype", e.dtype().name());
+            ArrayNode shape = t.putArray("shape");
+            for (long d : e.shape()) {
+                shape.add(d);
+            }
+            long end = offset + e.byteSize();
+            t.putArray("data_offsets").add(offset).add(end);
+            offset = end;
+        }
+        byte[] json = header.toString().getBytes(StandardCharsets.UTF_8);
+        int padded = (json.length + 7) / 8 * 8;
+        ByteBuffer head = ByteBuffer.allocate(8 + padded).order(ByteOrder.LITTLE_ENDIAN);
+        head.putLong(padded).put(json);
+        while (head.hasRemaining()) {
+            head.put((byte) ' ');
+        }
+        head.flip();
+
+        Path tmp = out.resolveSibling(out.getFileName() + ".partial");
+        try {
+            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
+                    StandardOpenOption.WRITE)) {
+                writeFully(ch, head);
+                for (Entry e : entries) {
+                    ByteBuffer data = e.source().bytes();
+                    if (data.remaining() != e.byteSize()) {
+                        throw new IllegalStateException("tensor '" + e.name() + "' produced " + data.remaining()
+                                + " bytes, expected " + e.byteSize());
+                    }
+                    writeFully(ch, data);
+                }
+            }
+            Files.move(tmp, out, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException | RuntimeException e) {
+            try {
+                Files.deleteIfExists(tmp);
+            } catch (IOException ignored) {
+                // the original failure is the one to report
+            }
+            if (e instanceof IOException io) {
+                throw new UncheckedIOException("writing " + out + ": " + io.getMessage(), io);
+            }
+            throw (RuntimeException) e;
+        }
+    }
+
+    private static void writeFully(FileChannel ch, ByteBuffer b) throws IOException {
+        while (b.hasRemaining()) {
+            ch.write(b);
+        }
+    }
+}

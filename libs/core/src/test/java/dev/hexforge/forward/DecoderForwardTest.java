@@ -1,0 +1,125 @@
+package dev.hexforge.forward;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.eval.Perplexity;
+import dev.hexforge.generate.Generator;
+import dev.hexforge.safetensors.SafetensorsFile;
+import dev.hexforge.testing.Fixtures;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.util.Arrays;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The Java forward against the independent PyTorch reference outputs of qwen2-tiny. */
+class DecoderForwardTest {
+    static Checkpoint ckpt;
+    static DecoderWeights weights;
+    static SafetensorsFile ref;
+
+    @BeforeAll
+    static void load() {
+        ckpt = Checkpoint.open(Fixtures.qwen2Tiny());
+        weights = DecoderWeights.load(ckpt);
+        ref = SafetensorsFile.open(Fixtures.reference("logits.safetensors"));
+    }
+
+    @AfterAll
+    static void close() {
+        ref.close();
+        ckpt.close();
+    }
+
+    static int[] ids(String key) {
+        long[] l = new long[(int) ref.info(key + ".input_ids").numel()];
+        ref.bytes(key + ".input_ids").asLongBuffer().get(l);
+        return Arrays.stream(l).mapToInt(v -> (int) v).toArray();
+    }
+
+    static float maxAbsDiff(float[][] got, float[] flatRef) {
+        float max = 0;
+        int w = got[0].length;
+        for (int t = 0; t < got.length; t++) {
+            for (int i = 0; i < w; i++) {
+                max = Math.max(max, Math.abs(got[t][i] - flatRef[t * w + i]));
+            }
+        }
+        return max;
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"en", "zh", "chatml"})
+    void logitsMatchReferenceWithBothKernels(String key) {
+        int[] ids = ids(key);
+        float[] expected = ref.floats(key + ".logits");
+        for (TensorOps ops : new TensorOps[]{ScalarOps.INSTANCE, new VectorOps()}) {
+            float[][] got = new DecoderForward(weights, ops).logits(ids);
+            float diff = maxAbsDiff(got, expected);
+            assertTrue(diff <= 1e-4f, ops.name() + " " + key + ": max |dlogit| = " + diff);
+        }
+    }
+
+    @Test
+    void hiddenStatesMatchLayerByLayer() {
+        int[] ids = ids("en");
+        float[][][] hs = new DecoderForward(weights).hiddenStates(ids);
+        String[] names = {"hidden.embed", "hidden.layer0", "hidden.layer1", "hidden.layer2", "hidden.layer3", "final_norm_hidden"};
+        for (int k = 0; k < names.length; k++) {
+            float[] expected = ref.floats("en." + names[k]);
+            float[][] got = new float[ids.length][];
+            for (int t = 0; t < ids.length; t++) {
+                got[t] = hs[t][k];
+            }
+            float diff = maxAbsDiff(got, expected);
+            assertTrue(diff <= 1e-4f, names[k] + ": max diff " + diff);
+        }
+    }
+
+    @Test
+    void incrementalDecodingEqualsFullRecompute() {
+        int[] ids = ids("zh");
+        DecoderForward fwd = new DecoderForward(weights);
+        float[][] full = fwd.logits(ids);
+        KvCache cache = new KvCache(weights.config(), ids.length);
+        fwd.forward(Arrays.copyOf(ids, 5), cache, false);
+        float[][] rest = fwd.forward(Arrays.copyOfRange(ids, 5, ids.length), cache, true);
+        for (int t = 5; t < ids.length; t++) {
+            assertArrayEquals(full[t], rest[t - 5], 1e-5f);
+        }
+    }
+
+    @Test
+    void greedyContinuationsMatchUpToTheNearTie() {
+        JsonNode prompts = Fixtures.json(Fixtures.reference("reference.json")).path("prompts");
+        DecoderForward fwd = new DecoderForward(weights);
+        for (JsonNode p : prompts) {
+            int[] input = Fixtures.ints(p.path("input_ids"));
+            int[] expected = Fixtures.ints(p.path("greedy_new_ids"));
+            int exact = p.path("greedy_exact_prefix_len").asInt();
+            int[] got = Generator.generate(fwd, input, Generator.Options.greedy(expected.length), null);
+            assertArrayEquals(Arrays.copyOf(expected, exact), Arrays.copyOf(got, exact), p.path("name").asText());
+            JsonNode top10 = p.path("top10_last_prompt_position");
+            float[] last = fwd.logits(input)[input.length - 1];
+            for (JsonNode pair : top10) {
+                assertEquals(pair.get(1).floatValue(), last[pair.get(0).asInt()], 1e-4f, p.path("name").asText());
+            }
+        }
+    }
+
+    @Test
+    void perplexityOfEvalTxtMatchesReference() {
+        JsonNode expected = Fixtures.json(Fixtures.reference("perplexity.json")).path("results").path("float32").path("eval.txt");
+        Perplexity.Result r = Perplexity.evaluate(new DecoderForward(weights), Fixtures.evalTxtIds(), 128, null);
+        assertEquals(expected.path("scored_tokens").asInt(), r.scoredTokens());
+        assertEquals(expected.path("windows").asInt(), r.windows());
+        double rel = Math.abs(r.perplexity() - expected.path("perplexity").asDouble()) / expected.path("perplexity").asDouble();
+        assertTrue(rel < 1e-4, "perplexity " + r.perplexity() + " vs " + expected.path("perplexity").asDouble());
+    }
+}
