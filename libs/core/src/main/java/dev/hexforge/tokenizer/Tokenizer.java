@@ -1,0 +1,64 @@
+package dev.hexforge.tokenizer;
+
+import ai.djl.huggingface.tokenizers.Encoding;
+import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Map;
+
+/**
+ * A Hugging Face {@code tokenizer.json} run by the reference Rust tokenizer (through DJL's binding): no special
+ * tokens added, no truncation, special tokens written in the text are recognised.
+ */
+public final class Tokenizer implements AutoCloseable {
+    private final HuggingFaceTokenizer hf;
+    private final ChatTemplate chatTemplate;
+
+    private Tokenizer(HuggingFaceTokenizer hf, ChatTemplate chatTemplate) {
+        this.hf = hf;
+        this.chatTemplate = chatTemplate;
+    }
+
+    /** Loads {@code tokenizer.json} (and {@code tokenizer_config.json} when present) from a model folder. */
+    public static Tokenizer load(Path dir) {
+        Path json = dir.resolve("tokenizer.json");
+        if (!Files.isRegularFile(json)) {
+            throw new TokenizerException(dir + ": no tokenizer.json");
+        }
+        try {
+            HuggingFaceTokenizer hf = HuggingFaceTokenizer.newInstance(json, Map.of(
+                    "addSpecialTokens", "false",
+                    "truncation", "false",
+                    "padding", "false",
+                    "maxLength", String.valueOf(Integer.MAX_VALUE / 2)));
+            return new Tokenizer(hf, ChatTemplate.load(dir));
+        } catch (IOException | RuntimeException e) {
+            throw new TokenizerException(json + ": cannot load tokenizer: " + e.getMessage(), e);
+        }
+    }
+
+    public int[] encode(String text) {
+        Encoding enc = hf.encode(text, false, false);
+        return Arrays.stream(enc.getIds()).mapToInt(v -> (int) v).toArray();
+    }
+
+    public String decode(int[] ids) {
+        return decode(ids, false);
+    }
+
+    public String decode(int[] ids, boolean skipSpecialTokens) {
+        return hf.decode(Arrays.stream(ids).asLongStream().toArray(), skipSpecialTokens);
+    }
+
+    public ChatTemplate chatTemplate() {
+        return chatTemplate;
+    }
+
+    @Override
+    public void close() {
+        hf.close();
+    }
+}

@@ -1,0 +1,77 @@
+package dev.hexforge.tokenizer;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.hexforge.testing.Fixtures;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class TokenizerTest {
+    static Tokenizer tok;
+
+    @BeforeAll
+    static void load() {
+        tok = Tokenizer.load(Fixtures.qwen2Tiny());
+    }
+
+    @AfterAll
+    static void close() {
+        tok.close();
+    }
+
+    @Test
+    void everyReferenceCaseEncodesAndDecodesLikeTheReference() {
+        JsonNode cases = Fixtures.json(Fixtures.reference("tokenizer_cases.json")).path("cases");
+        assertEquals(267, cases.size());
+        for (JsonNode c : cases) {
+            String text = c.path("text").asText();
+            assertArrayEquals(Fixtures.ints(c.path("ids")), tok.encode(text), () -> "encode " + text);
+            assertEquals(c.path("decoded").asText(), tok.decode(Fixtures.ints(c.path("ids"))), () -> "decode " + text);
+        }
+    }
+
+    @Test
+    void referencePromptsGiveTheirInputIds() {
+        for (JsonNode p : Fixtures.json(Fixtures.reference("reference.json")).path("prompts")) {
+            assertArrayEquals(Fixtures.ints(p.path("input_ids")), tok.encode(p.path("text").asText()), p.path("name").asText());
+            assertEquals(p.path("greedy_new_text").asText(), tok.decode(Fixtures.ints(p.path("greedy_new_ids"))));
+        }
+    }
+
+    @Test
+    void wholeEvalTextGivesTheReferenceIds() throws Exception {
+        String text = Files.readString(Fixtures.root().resolve("corpus/eval.txt"));
+        assertArrayEquals(Fixtures.evalTxtIds(), tok.encode(text));
+    }
+
+    @Test
+    void chatTemplateRendersChatMl() {
+        assertNull(tok.chatTemplate().defaultSystemPrompt());
+        assertEquals("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", tok.chatTemplate().userPrompt("hi"));
+    }
+
+    @Test
+    void realQwenTemplateAddsItsDefaultSystemPrompt() {
+        ChatTemplate t = ChatTemplate.load(Fixtures.root().resolve("qwen-tokenizer-real"));
+        assertEquals("You are Qwen, created by Alibaba Cloud. You are a helpful assistant.", t.defaultSystemPrompt());
+        String withSystem = t.render(List.of(new ChatTemplate.Message("system", "S"), new ChatTemplate.Message("user", "u")), false);
+        assertEquals("<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nu<|im_end|>\n", withSystem);
+        assertTrue(t.userPrompt("u").startsWith("<|im_start|>system\nYou are Qwen"));
+    }
+
+    @Test
+    void missingTokenizerIsAClearError(@org.junit.jupiter.api.io.TempDir Path dir) {
+        TokenizerException e = assertThrows(TokenizerException.class, () -> Tokenizer.load(dir));
+        assertTrue(e.getMessage().contains("no tokenizer.json"));
+    }
+}
