@@ -1,0 +1,88 @@
+package dev.hexforge.onnx.builder;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * Appends tensor bytes to an ONNX external-data file. Each tensor starts at a 4096-byte boundary so runtimes can
+ * memory-map it; bytes can come from a buffer or straight from another file (no copy through the heap).
+ */
+public final class ExternalDataWriter implements Closeable {
+    public static final int ALIGNMENT = 4096;
+
+    /** Where one tensor's bytes were written. */
+    public record Location(String file, long offset, long length) {
+    }
+
+    private final Path path;
+    private final FileChannel out;
+    private long position;
+
+    public ExternalDataWriter(Path path) throws IOException {
+        this.path = path;
+        this.out = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
+    }
+
+    public Path path() {
+        return path;
+    }
+
+    private long align() {
+        long aligned = (position + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT;
+        position = aligned;
+        return aligned;
+    }
+
+    public Location write(ByteBuffer data) throws IOException {
+        long start = align();
+        ByteBuffer b = data.duplicate();
+        long len = b.remaining();
+        long p = start;
+        while (b.hasRemaining()) {
+            p += out.write(b, p);
+        }
+        position = start + len;
+        return new Location(path.getFileName().toString(), start, len);
+    }
+
+    /** Copies {@code length} bytes from {@code src} at {@code srcOffset}, kernel to kernel. */
+    public Location copyFrom(FileChannel src, long srcOffset, long length) throws IOException {
+        long start = align();
+        long done = 0;
+        while (done < length) {
+            long n = src.transferTo(srcOffset + done, length - done, out.position(start + done));
+            if (n <= 0) {
+                throw new IOException("source ended after " + done + " of " + length + " bytes");
+            }
+            done += n;
+        }
+        position = start + length;
+        return new Location(path.getFileName().toString(), start, length);
+    }
+
+    /** Starts a tensor written in several pieces; finish with {@link #endPiecewise(long)}. */
+    public long beginPiecewise() {
+        return align();
+    }
+
+    public void writePiece(ByteBuffer piece) throws IOException {
+        ByteBuffer b = piece.duplicate();
+        while (b.hasRemaining()) {
+            position += out.write(b, position);
+        }
+    }
+
+    public Location endPiecewise(long start) {
+        return new Location(path.getFileName().toString(), start, position - start);
+    }
+
+    @Override
+    public void close() throws IOException {
+        out.truncate(position);
+        out.close();
+    }
+}

@@ -1,0 +1,188 @@
+package dev.hexforge.onnx.export;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.checkpoint.ModelConfig;
+import dev.hexforge.onnx.proto.Onnx.ModelProto;
+import dev.hexforge.progress.Progress;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+
+/**
+ * Exports a checkpoint to ONNX in one of two layouts, writing the weights once into {@code onnx/model.onnx_data}:
+ * <ul>
+ *   <li>dynamic: {@code onnx/model.onnx} plus genai_config.json, config and tokenizer files, loadable by
+ *       onnxruntime-genai and transformers.js unchanged;</li>
+ *   <li>static: {@code onnx/prompt.onnx} and {@code onnx/token.onnx} sharing the weights file.</li>
+ * </ul>
+ * The folder is built beside the destination and moved into place only when complete.
+ */
+public final class DecoderExporter {
+    public static final String WEIGHTS = "model.onnx_data";
+    private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+    private static final List<String> COPIED_FILES = List.of("config.json", "generation_config.json", "tokenizer.json",
+            "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json");
+
+    private DecoderExporter() {
+    }
+
+    public static ExportInfo export(Checkpoint ckpt, Path out, ExportOptions opt, Progress progress) {
+        if (Files.exists(out)) {
+            try (Stream<Path> s = Files.list(out)) {
+                if (s.findAny().isPresent()) {
+                    throw new ExportException(out + " already exists and is not empty; choose another --out or remove it");
+                }
+            } catch (IOException e) {
+                throw new ExportException(out + ": " + e.getMessage(), e);
+            }
+        }
+        Path parent = out.toAbsolutePath().getParent();
+        Path tmp;
+        try {
+            Files.createDirectories(parent);
+            tmp = Files.createTempDirectory(parent, "." + out.getFileName() + ".partial-");
+        } catch (IOException e) {
+            throw new ExportException("cannot create a working folder next to " + out + ": " + e.getMessage(), e);
+        }
+        try {
+            ExportInfo info = writeInto(ckpt, tmp, opt, progress);
+            Files.deleteIfExists(out);
+            Files.move(tmp, out, StandardCopyOption.ATOMIC_MOVE);
+            return info;
+        } catch (IOException e) {
+            deleteTree(tmp);
+            throw new ExportException("export to " + out + " failed: " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+            deleteTree(tmp);
+            throw e;
+        }
+    }
+
+    private static ExportInfo writeInto(Checkpoint ckpt, Path dir, ExportOptions opt, Progress progress) throws IOException {
+        ModelConfig c = ckpt.config();
+        Path onnxDir = Files.createDirectories(dir.resolve("onnx"));
+        boolean isStatic = opt.variant() == Variant.STATIC;
+        int ropePositions = isStatic ? opt.contextLength() : c.maxPositionEmbeddings();
+        WeightFile weights = WeightFile.write(ckpt, onnxDir.resolve(WEIGHTS), ropePositions, progress);
+        Map<String, String> meta = Map.of("hexforge.variant", opt.variant().name().toLowerCase(),
+                "hexforge.source", ckpt.dir().getFileName().toString());
+        Map<String, String> graphs = new LinkedHashMap<>();
+        if (isStatic) {
+            writeModel(DecoderGraph.fixed(c, weights, opt.opset(), opt.promptLength(), opt.contextLength(), "prompt", meta),
+                    onnxDir.resolve("prompt.onnx"));
+            writeModel(DecoderGraph.fixed(c, weights, opt.opset(), 1, opt.contextLength(), "token", meta),
+                    onnxDir.resolve("token.onnx"));
+            graphs.put("prompt", "onnx/prompt.onnx");
+            graphs.put("token", "onnx/token.onnx");
+        } else {
+            writeModel(DecoderGraph.dynamic(c, weights, opt.opset(), meta), onnxDir.resolve("model.onnx"));
+            graphs.put("model", "onnx/model.onnx");
+        }
+        for (String f : COPIED_FILES) {
+            Path src = ckpt.dir().resolve(f);
+            if (Files.isRegularFile(src)) {
+                Files.copy(src, dir.resolve(f));
+            }
+        }
+        if (!Files.exists(dir.resolve("generation_config.json"))) {
+            writeGenerationConfig(c, dir);
+        }
+        if (!isStatic) {
+            writeGenaiConfig(c, dir);
+        }
+        ExportInfo info = new ExportInfo(1, opt.variant(), opt.opset(), graphs, "onnx/" + WEIGHTS,
+                isStatic ? opt.promptLength() : 0, isStatic ? opt.contextLength() : 0, DecoderGraph.MASK_NEGATIVE,
+                c.numLayers(), c.numKvHeads(), c.headDim(), c.vocabSize(), c.maxPositionEmbeddings(), c.eosTokenIds(),
+                ckpt.dir().getFileName().toString(), ExportInfo.HEXFORGE_VERSION);
+        info.write(dir);
+        return info;
+    }
+
+    private static void writeModel(ModelProto model, Path file) throws IOException {
+        try (OutputStream os = Files.newOutputStream(file)) {
+            model.writeTo(os);
+        }
+    }
+
+    private static void writeGenerationConfig(ModelConfig c, Path dir) throws IOException {
+        ObjectNode g = JSON.createObjectNode();
+        g.put("bos_token_id", c.bosTokenId());
+        ArrayNode eos = g.putArray("eos_token_id");
+        c.eosTokenIds().forEach(eos::add);
+        g.put("do_sample", false);
+        JSON.writeValue(dir.resolve("generation_config.json").toFile(), g);
+    }
+
+    /** onnxruntime-genai's config for the dynamic decoder. */
+    private static void writeGenaiConfig(ModelConfig c, Path dir) throws IOException {
+        ObjectNode root = JSON.createObjectNode();
+        ObjectNode model = root.putObject("model");
+        model.put("bos_token_id", c.bosTokenId());
+        model.put("context_length", c.maxPositionEmbeddings());
+        ArrayNode eos = model.putArray("eos_token_id");
+        c.eosTokenIds().forEach(eos::add);
+        model.put("pad_token_id", c.eosTokenIds().isEmpty() ? 0 : c.eosTokenIds().get(0));
+        model.put("type", c.architecture().modelType());
+        model.put("vocab_size", c.vocabSize());
+        ObjectNode dec = model.putObject("decoder");
+        dec.put("filename", "onnx/model.onnx");
+        dec.put("head_size", c.headDim());
+        dec.put("hidden_size", c.hiddenSize());
+        dec.put("num_attention_heads", c.numHeads());
+        dec.put("num_hidden_layers", c.numLayers());
+        dec.put("num_key_value_heads", c.numKvHeads());
+        ObjectNode in = dec.putObject("inputs");
+        in.put("input_ids", "input_ids");
+        in.put("attention_mask", "attention_mask");
+        in.put("position_ids", "position_ids");
+        in.put("past_key_names", "past_key_values.%d.key");
+        in.put("past_value_names", "past_key_values.%d.value");
+        ObjectNode outs = dec.putObject("outputs");
+        outs.put("logits", "logits");
+        outs.put("present_key_names", "present.%d.key");
+        outs.put("present_value_names", "present.%d.value");
+        dec.putObject("session_options").putArray("provider_options");
+        ObjectNode search = root.putObject("search");
+        search.put("do_sample", false);
+        search.put("max_length", c.maxPositionEmbeddings());
+        search.put("min_length", 0);
+        search.put("num_beams", 1);
+        search.put("num_return_sequences", 1);
+        search.put("past_present_share_buffer", false);
+        search.put("repetition_penalty", 1.0);
+        search.put("temperature", 1.0);
+        search.put("top_k", 1);
+        search.put("top_p", 1.0);
+        JSON.writeValue(dir.resolve("genai_config.json").toFile(), root);
+    }
+
+    static void deleteTree(Path dir) {
+        if (!Files.exists(dir)) {
+            return;
+        }
+        try (Stream<Path> s = Files.walk(dir)) {
+            s.sorted(Comparator.reverseOrder()).forEach(p -> {
+                try {
+                    Files.deleteIfExists(p);
+                } catch (IOException ignored) {
+                    // best effort: the caller reports the original failure
+                }
+            });
+        } catch (IOException ignored) {
+            // nothing more to clean
+        }
+    }
+
+}

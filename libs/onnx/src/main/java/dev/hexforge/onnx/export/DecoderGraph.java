@@ -1,0 +1,237 @@
+package dev.hexforge.onnx.export;
+
+import dev.hexforge.checkpoint.ModelConfig;
+import dev.hexforge.checkpoint.TensorNames;
+import dev.hexforge.checkpoint.TensorNames.Linear;
+import dev.hexforge.onnx.builder.GraphBuilder;
+import dev.hexforge.onnx.builder.GraphBuilder.Attr;
+import dev.hexforge.onnx.proto.Onnx.ModelProto;
+import dev.hexforge.onnx.proto.Onnx.TensorProto.DataType;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Emits the ONNX graph of a Qwen2 / Llama decoder from standard ops only (no contrib ops): Gemm linears on a
+ * [tokens, hidden] residual stream, RMSNorm as Mul/ReduceMean/Add/Sqrt/Div, RoPE from gathered cos/sin tables with
+ * Slice/Neg/Concat, grouped-query attention by folding each KV group's query heads into the sequence axis (so no
+ * Expand of the cache), and an additive float mask.
+ *
+ * <p>Dynamic graphs take int64 ids and a 0/1 attention mask and return the whole cache; static graphs take int32
+ * ids, a precomputed additive mask of shape [1, 1, seq, context], a past cache of context - seq positions, and
+ * return only the new cache entries.
+ */
+final class DecoderGraph {
+    /** Large finite negative for masked positions: representable in fp16 and exact in fp32. */
+    static final float MASK_NEGATIVE = -65504f;
+
+    private final ModelConfig c;
+    private final WeightFile weights;
+    private final GraphBuilder g;
+    private final boolean isStatic;
+    private final int seq;
+    private final int context;
+
+    private final java.util.Set<String> declared = new java.util.HashSet<>();
+    private String batchSeq;   // dynamic: int64 [2] = (batch, seq)
+    private String cos;
+    private String sin;
+    private String mask;
+
+    private DecoderGraph(ModelConfig c, WeightFile weights, String name, int opset, boolean isStatic, int seq, int context) {
+        this.c = c;
+        this.weights = weights;
+        this.g = new GraphBuilder(name, opset);
+        this.isStatic = isStatic;
+        this.seq = seq;
+        this.context = context;
+    }
+
+    static ModelProto dynamic(ModelConfig c, WeightFile weights, int opset, Map<String, String> metadata) {
+        DecoderGraph d = new DecoderGraph(c, weights, "decoder", opset, false, -1, -1);
+        return d.emit(metadata);
+    }
+
+    /** A static graph of {@code seq} new tokens over {@code context} positions. */
+    static ModelProto fixed(ModelConfig c, WeightFile weights, int opset, int seq, int context, String name,
+                            Map<String, String> metadata) {
+        DecoderGraph d = new DecoderGraph(c, weights, name, opset, true, seq, context);
+        return d.emit(metadata);
+    }
+
+    private String w(String name) {
+        if (declared.add(name)) {
+            WeightFile.Stored s = weights.get(name);
+            g.externalInitializer(name, DataType.FLOAT, s.shape(), s.location());
+        }
+        return name;
+    }
+
+    private ModelProto emit(Map<String, String> metadata) {
+        String ids;
+        String positions;
+        if (isStatic) {
+            ids = g.input("input_ids", DataType.INT32, 1L, (long) seq);
+            positions = g.input("position_ids", DataType.INT32, 1L, (long) seq);
+            mask = g.input("attention_mask", DataType.FLOAT, 1L, 1L, (long) seq, (long) context);
+        } else {
+            ids = g.input("input_ids", DataType.INT64, "batch_size", "sequence_length");
+            String padMask = g.input("attention_mask", DataType.INT64, "batch_size", "total_sequence_length");
+            positions = g.input("position_ids", DataType.INT64, "batch_size", "sequence_length");
+            batchSeq = g.op("/model", "Shape", ids);
+            mask = causalMask(ids, padMask);
+        }
+        long past = isStatic ? context - seq : -1;
+        String[][] pastKv = new String[c.numLayers()][2];
+        for (int i = 0; i < c.numLayers(); i++) {
+            for (int kv = 0; kv < 2; kv++) {
+                String n = "past_key_values." + i + (kv == 0 ? ".key" : ".value");
+                pastKv[i][kv] = isStatic
+                        ? g.input(n, DataType.FLOAT, 1L, (long) c.numKvHeads(), past, (long) c.headDim())
+                        : g.input(n, DataType.FLOAT, "batch_size", (long) c.numKvHeads(), "past_sequence_length", (long) c.headDim());
+            }
+        }
+
+        String embedded = g.op("/model/embed_tokens", "Gather", List.of(w(TensorNames.EMBED), ids));
+        String x = g.op("/model/embed_tokens", "Reshape", embedded, g.constInt64(-1, c.hiddenSize()));
+
+        String cosTable = w(WeightFile.ROPE_COS);
+        String sinTable = w(WeightFile.ROPE_SIN);
+        String axes1 = g.constInt64(1);
+        cos = g.op("/model/rotary", "Unsqueeze", g.op("/model/rotary", "Gather", cosTable, positions), axes1);
+        sin = g.op("/model/rotary", "Unsqueeze", g.op("/model/rotary", "Gather", sinTable, positions), axes1);
+        if (c.groupSize() > 1) {
+            mask = g.op("/model/attn_mask", "Concat", Collections.nCopies(c.groupSize(), mask), Attr.i("axis", 2));
+        }
+
+        for (int i = 0; i < c.numLayers(); i++) {
+            x = layer(i, x, pastKv[i]);
+        }
+        String normed = rmsNorm("/model/norm", x, TensorNames.FINAL_NORM);
+        String head = c.tieWordEmbeddings() ? TensorNames.EMBED : TensorNames.LM_HEAD;
+        String logits2d = g.op("/lm_head", "Gemm", List.of(normed, w(head)), Attr.i("transB", 1));
+        if (isStatic) {
+            g.opNamed("logits", "/lm_head", "Reshape", List.of(logits2d, g.constInt64(1, seq, c.vocabSize())));
+            g.output("logits", DataType.FLOAT, 1L, (long) seq, (long) c.vocabSize());
+        } else {
+            String shape = g.op("/lm_head", "Concat", List.of(batchSeq, g.constInt64(c.vocabSize())), Attr.i("axis", 0));
+            g.opNamed("logits", "/lm_head", "Reshape", List.of(logits2d, shape));
+            g.output("logits", DataType.FLOAT, "batch_size", "sequence_length", (long) c.vocabSize());
+        }
+        for (int i = 0; i < c.numLayers(); i++) {
+            for (String kind : new String[]{"key", "value"}) {
+                String n = "present." + i + "." + kind;
+                if (isStatic) {
+                    g.output(n, DataType.FLOAT, 1L, (long) c.numKvHeads(), (long) seq, (long) c.headDim());
+                } else {
+                    g.output(n, DataType.FLOAT, "batch_size", (long) c.numKvHeads(), "total_sequence_length", (long) c.headDim());
+                }
+            }
+        }
+        return g.build("hexforge", ExportInfo.HEXFORGE_VERSION, metadata);
+    }
+
+    /** [batch, 1, seq, total] additive mask: causal over absolute positions, and padding from the 0/1 mask. */
+    private String causalMask(String ids, String padMask) {
+        String s = "/model/attn_mask";
+        String total = g.op(s, "Gather", List.of(g.op(s, "Shape", padMask), g.scalarInt64(1)), Attr.i("axis", 0));
+        String seqLen = g.op(s, "Gather", List.of(batchSeq, g.scalarInt64(1)), Attr.i("axis", 0));
+        String pastLen = g.op(s, "Sub", total, seqLen);
+        String one = g.scalarInt64(1);
+        String keyPos = g.op(s, "Range", g.scalarInt64(0), total, one);
+        String queryPos = g.op(s, "Range", pastLen, total, one);
+        String causal = g.op(s, "LessOrEqual", g.op(s, "Unsqueeze", keyPos, g.constInt64(0)),
+                g.op(s, "Unsqueeze", queryPos, g.constInt64(1)));
+        String notPad = g.op(s, "Unsqueeze", g.op(s, "Cast", List.of(padMask), Attr.i("to", DataType.BOOL.getNumber())),
+                g.constInt64(1, 2));
+        String allowed = g.op(s, "And", causal, notPad);
+        return g.op(s, "Where", allowed, g.scalarFloat(0f), g.scalarFloat(MASK_NEGATIVE));
+    }
+
+    private String layer(int i, String x, String[] pastKv) {
+        String s = "/model/layers." + i;
+        String h = rmsNorm(s + "/input_layernorm", x, TensorNames.inputNorm(i));
+        String q = linear(s + "/attn/q_proj", h, i, Linear.Q);
+        String k = linear(s + "/attn/k_proj", h, i, Linear.K);
+        String v = linear(s + "/attn/v_proj", h, i, Linear.V);
+        String attn = attention(s + "/attn", i, q, k, v, pastKv);
+        String o = linear(s + "/attn/o_proj", attn, i, Linear.O);
+        x = g.op(s + "/residual_attn", "Add", x, o);
+        String h2 = rmsNorm(s + "/post_attention_layernorm", x, TensorNames.postAttentionNorm(i));
+        String gate = linear(s + "/mlp/gate_proj", h2, i, Linear.GATE);
+        String up = linear(s + "/mlp/up_proj", h2, i, Linear.UP);
+        String silu = g.op(s + "/mlp/act", "Mul", gate, g.op(s + "/mlp/act", "Sigmoid", gate));
+        String down = linear(s + "/mlp/down_proj", g.op(s + "/mlp", "Mul", silu, up), i, Linear.DOWN);
+        return g.op(s + "/residual_mlp", "Add", x, down);
+    }
+
+    private String linear(String scope, String x, int layer, Linear which) {
+        List<String> in = new ArrayList<>(List.of(x, w(TensorNames.weight(layer, which))));
+        if (c.attentionBias() && (which == Linear.Q || which == Linear.K || which == Linear.V)) {
+            in.add(w(TensorNames.bias(layer, which)));
+        }
+        return g.op(scope, "Gemm", in, Attr.i("transB", 1));
+    }
+
+    private String rmsNorm(String scope, String x, String weight) {
+        String variance = g.reduceMeanLastAxis(scope, g.op(scope, "Mul", x, x));
+        String std = g.op(scope, "Sqrt", g.op(scope, "Add", variance, g.scalarFloat((float) c.rmsNormEps())));
+        return g.op(scope, "Mul", g.op(scope, "Div", x, std), w(weight));
+    }
+
+    /** [tokens, heads * d] to [batch, heads, seq, d]. */
+    private String toHeads(String scope, String x, int heads) {
+        String shape = isStatic
+                ? g.constInt64(1, seq, heads, c.headDim())
+                : g.op(scope, "Concat", List.of(batchSeq, g.constInt64(heads, c.headDim())), Attr.i("axis", 0));
+        return g.op(scope, "Transpose", List.of(g.op(scope, "Reshape", x, shape)), Attr.ints("perm", 0, 2, 1, 3));
+    }
+
+    private String rope(String scope, String x) {
+        int half = c.headDim() / 2;
+        String axis = g.constInt64(3);
+        String x1 = g.op(scope, "Slice", x, g.constInt64(0), g.constInt64(half), axis);
+        String x2 = g.op(scope, "Slice", x, g.constInt64(half), g.constInt64(c.headDim()), axis);
+        String rotated = g.op(scope, "Concat", List.of(g.op(scope, "Neg", x2), x1), Attr.i("axis", 3));
+        return g.op(scope, "Add", g.op(scope, "Mul", x, cos), g.op(scope, "Mul", rotated, sin));
+    }
+
+    private String attention(String s, int layer, String q2d, String k2d, String v2d, String[] pastKv) {
+        int d = c.headDim();
+        int kvh = c.numKvHeads();
+        String q = rope(s + "/q_rope", toHeads(s + "/q", q2d, c.numHeads()));
+        String k = rope(s + "/k_rope", toHeads(s + "/k", k2d, kvh));
+        String v = toHeads(s + "/v", v2d, kvh);
+        String presentK = "present." + layer + ".key";
+        String presentV = "present." + layer + ".value";
+        String keys;
+        String values;
+        if (isStatic) {
+            k = g.rename(k, presentK);
+            v = g.rename(v, presentV);
+            keys = g.op(s + "/k_cache", "Concat", List.of(pastKv[0], k), Attr.i("axis", 2));
+            values = g.op(s + "/v_cache", "Concat", List.of(pastKv[1], v), Attr.i("axis", 2));
+        } else {
+            keys = g.opNamed(presentK, s + "/k_cache", "Concat", List.of(pastKv[0], k), Attr.i("axis", 2));
+            values = g.opNamed(presentV, s + "/v_cache", "Concat", List.of(pastKv[1], v), Attr.i("axis", 2));
+        }
+        // fold the query heads that share one KV head into the sequence axis: [b, kvh, group * seq, d]
+        String grouped = isStatic
+                ? g.constInt64(1, kvh, (long) c.groupSize() * seq, d)
+                : g.constInt64(0, kvh, -1, d);
+        String qg = g.op(s + "/q_grouped", "Reshape", q, grouped);
+        String kt = g.op(s, "Transpose", List.of(keys), Attr.ints("perm", 0, 1, 3, 2));
+        String scores = g.op(s + "/scores", "Mul", g.op(s + "/scores", "MatMul", qg, kt),
+                g.scalarFloat((float) (1.0 / Math.sqrt(d))));
+        String probs = g.op(s, "Softmax", List.of(g.op(s + "/scores", "Add", scores, mask)), Attr.i("axis", -1));
+        String ctx = g.op(s + "/context", "MatMul", probs, values);
+        String heads = isStatic
+                ? g.constInt64(1, c.numHeads(), seq, d)
+                : g.constInt64(0, c.numHeads(), -1, d);
+        String merged = g.op(s + "/context", "Transpose", List.of(g.op(s + "/context", "Reshape", ctx, heads)),
+                Attr.ints("perm", 0, 2, 1, 3));
+        return g.op(s + "/context", "Reshape", merged, g.constInt64(-1, c.qSize()));
+    }
+}

@@ -1,0 +1,69 @@
+package dev.hexforge.onnx.export;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * {@code export.json}: what an export folder holds, so runtimes and later stages need not guess.
+ *
+ * @param graphs        role ("model" for dynamic; "prompt" and "token" for static) to path relative to the folder
+ * @param promptLength  tokens per static prompt-graph run (0 for dynamic)
+ * @param contextLength positions the static graphs attend over (0 for dynamic)
+ * @param maskNegative  value a static caller puts in masked attention_mask entries
+ */
+public record ExportInfo(
+        int formatVersion,
+        Variant variant,
+        int opset,
+        Map<String, String> graphs,
+        String weightsFile,
+        int promptLength,
+        int contextLength,
+        float maskNegative,
+        int numLayers,
+        int numKvHeads,
+        int headDim,
+        int vocabSize,
+        int maxPositionEmbeddings,
+        List<Integer> eosTokenIds,
+        String source,
+        String hexforgeVersion) {
+
+    public static final String FILE = "export.json";
+    public static final String HEXFORGE_VERSION = "0.1.0";
+    private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+
+    public Path graph(Path dir, String role) {
+        String rel = graphs.get(role);
+        if (rel == null) {
+            throw new ExportException(dir + ": export has no '" + role + "' graph (variant " + variant + ")");
+        }
+        return dir.resolve(rel);
+    }
+
+    public void write(Path dir) throws IOException {
+        JSON.writeValue(dir.resolve(FILE).toFile(), this);
+    }
+
+    public static boolean isExport(Path dir) {
+        return Files.isRegularFile(dir.resolve(FILE));
+    }
+
+    public static ExportInfo read(Path dir) {
+        Path f = dir.resolve(FILE);
+        if (!Files.isRegularFile(f)) {
+            throw new ExportException(dir + ": no " + FILE + " (not a Hexforge ONNX export)");
+        }
+        try {
+            return JSON.readValue(f.toFile(), ExportInfo.class);
+        } catch (IOException e) {
+            throw new ExportException(f + ": unreadable: " + e.getMessage(), e);
+        }
+    }
+}

@@ -1,0 +1,36 @@
+package dev.hexforge.onnx.export;
+
+/**
+ * @param promptLength tokens per run of the static prompt graph
+ * @param contextLength KV positions the static graphs attend over (past + new)
+ * @param opset         ONNX opset of the default domain (17 or higher)
+ */
+public record ExportOptions(Variant variant, int promptLength, int contextLength, int opset) {
+    public static final int DEFAULT_PROMPT_LENGTH = 128;
+    public static final int DEFAULT_CONTEXT_LENGTH = 512;
+    public static final int MAX_CONTEXT_LENGTH = 4096;
+    public static final int DEFAULT_OPSET = 17;
+
+    public ExportOptions {
+        if (opset < 17 || opset > 21) {
+            throw new IllegalArgumentException("opset must be between 17 and 21, got " + opset);
+        }
+        if (variant == Variant.STATIC) {
+            if (contextLength < 2 || contextLength > MAX_CONTEXT_LENGTH) {
+                throw new IllegalArgumentException("context length must be between 2 and " + MAX_CONTEXT_LENGTH + ", got " + contextLength);
+            }
+            if (promptLength < 1 || promptLength >= contextLength) {
+                throw new IllegalArgumentException("prompt length must be between 1 and context length - 1 ("
+                        + (contextLength - 1) + "), got " + promptLength);
+            }
+        }
+    }
+
+    public static ExportOptions dynamic() {
+        return new ExportOptions(Variant.DYNAMIC, DEFAULT_PROMPT_LENGTH, DEFAULT_CONTEXT_LENGTH, DEFAULT_OPSET);
+    }
+
+    public static ExportOptions staticShapes(int promptLength, int contextLength) {
+        return new ExportOptions(Variant.STATIC, promptLength, contextLength, DEFAULT_OPSET);
+    }
+}

@@ -1,0 +1,9 @@
+package dev.hexforge.onnx.export;
+
+/** The two graph conventions an export can follow. */
+public enum Variant {
+    /** Hugging Face / Optimum / onnxruntime-genai: symbolic batch, sequence and past lengths. */
+    DYNAMIC,
+    /** NPU: every shape fixed; a prompt graph and a token graph over one context length, sharing weights. */
+    STATIC
+}

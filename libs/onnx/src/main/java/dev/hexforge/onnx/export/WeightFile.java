@@ -1,0 +1,96 @@
+package dev.hexforge.onnx.export;
+
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.forward.Rope;
+import dev.hexforge.onnx.builder.ExternalDataWriter;
+import dev.hexforge.progress.Progress;
+import dev.hexforge.safetensors.DType;
+import dev.hexforge.safetensors.FloatConversion;
+import dev.hexforge.safetensors.SafetensorsFile;
+import dev.hexforge.safetensors.TensorInfo;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * Writes the decoder's weights once, as float32, into an ONNX external-data file and remembers where each went.
+ * Float32 tensors are copied file to file; 16-bit ones are widened in 1 MiB pieces, so the heap never holds a
+ * whole tensor.
+ */
+public final class WeightFile {
+    public static final String ROPE_COS = "rope.cos_cache";
+    public static final String ROPE_SIN = "rope.sin_cache";
+    private static final int PIECE_ELEMENTS = 1 << 19;
+
+    /** A tensor stored in the external-data file. */
+    public record Stored(String name, long[] shape, ExternalDataWriter.Location location) {
+    }
+
+    private final Map<String, Stored> stored = new LinkedHashMap<>();
+
+    public Map<String, Stored> stored() {
+        return stored;
+    }
+
+    public Stored get(String name) {
+        Stored s = stored.get(name);
+        if (s == null) {
+            throw new IllegalStateException("weight '" + name + "' was not written");
+        }
+        return s;
+    }
+
+    /** Writes every decoder tensor and the RoPE tables for {@code ropePositions} positions. */
+    public static WeightFile write(Checkpoint ckpt, Path dataFile, int ropePositions, Progress progress) throws IOException {
+        WeightFile wf = new WeightFile();
+        long total = 0;
+        for (String name : ckpt.tensors().keySet()) {
+            total += ckpt.store().info(name).numel() * 4;
+        }
+        long done = 0;
+        try (ExternalDataWriter out = new ExternalDataWriter(dataFile)) {
+            for (Map.Entry<String, long[]> e : ckpt.tensors().entrySet()) {
+                String name = e.getKey();
+                SafetensorsFile file = ckpt.store().file(name);
+                TensorInfo info = file.info(name);
+                ExternalDataWriter.Location loc = info.dtype() == DType.F32
+                        ? out.copyFrom(file.channel(), file.dataStart() + info.begin(), info.byteSize())
+                        : widen(out, file.bytes(name), info.dtype(), info.numel());
+                wf.stored.put(name, new Stored(name, e.getValue(), loc));
+                done += info.numel() * 4;
+                progress.update("weights", done, total);
+            }
+            Rope rope = Rope.of(ckpt.config(), ropePositions);
+            long[] shape = {ropePositions, ckpt.config().headDim()};
+            wf.stored.put(ROPE_COS, new Stored(ROPE_COS, shape, out.write(floats(rope.cos()))));
+            wf.stored.put(ROPE_SIN, new Stored(ROPE_SIN, shape, out.write(floats(rope.sin()))));
+        }
+        return wf;
+    }
+
+    private static ExternalDataWriter.Location widen(ExternalDataWriter out, ByteBuffer src, DType dtype, long numel) throws IOException {
+        long start = out.beginPiecewise();
+        ByteBuffer piece = ByteBuffer.allocate(PIECE_ELEMENTS * 4).order(ByteOrder.LITTLE_ENDIAN);
+        for (long i = 0; i < numel; i += PIECE_ELEMENTS) {
+            int n = (int) Math.min(PIECE_ELEMENTS, numel - i);
+            piece.clear();
+            for (int j = 0; j < n; j++) {
+                short bits = src.getShort((int) ((i + j) * 2));
+                piece.putFloat(dtype == DType.BF16 ? FloatConversion.bf16ToFloat(bits) : FloatConversion.f16ToFloat(bits));
+            }
+            piece.flip();
+            out.writePiece(piece);
+        }
+        return out.endPiecewise(start);
+    }
+
+    private static ByteBuffer floats(float[] v) {
+        ByteBuffer b = ByteBuffer.allocate(v.length * 4).order(ByteOrder.LITTLE_ENDIAN);
+        b.asFloatBuffer().put(v);
+        return b;
+    }
+}

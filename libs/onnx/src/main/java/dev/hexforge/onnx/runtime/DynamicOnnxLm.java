@@ -1,0 +1,139 @@
+package dev.hexforge.onnx.runtime;
+
+import ai.onnxruntime.OnnxTensor;
+import ai.onnxruntime.OnnxValue;
+import ai.onnxruntime.OrtEnvironment;
+import ai.onnxruntime.OrtException;
+import ai.onnxruntime.OrtSession;
+import dev.hexforge.generate.CausalLm;
+import dev.hexforge.generate.DecodeSession;
+import dev.hexforge.onnx.export.ExportInfo;
+
+import java.nio.FloatBuffer;
+import java.nio.LongBuffer;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+
+/** Runs a dynamic-shape export (Hugging Face convention) with batch 1, feeding each run's present cache back as past. */
+public final class DynamicOnnxLm implements CausalLm {
+    private final ExportInfo info;
+    private final OrtSession session;
+    private final OrtEnvironment env = OrtEnvironment.getEnvironment();
+
+    public DynamicOnnxLm(Path dir, ExportInfo info, int threads) {
+        this.info = info;
+        this.session = OrtSessions.open(info.graph(dir, "model"), threads);
+    }
+
+    @Override
+    public int vocabSize() {
+        return info.vocabSize();
+    }
+
+    @Override
+    public int maxContext() {
+        return info.maxPositionEmbeddings();
+    }
+
+    @Override
+    public DecodeSession start(int capacity) {
+        return new Session();
+    }
+
+    @Override
+    public void close() {
+        try {
+            session.close();
+        } catch (OrtException e) {
+            throw new OnnxRuntimeException("closing session: " + e.getMessage(), e);
+        }
+    }
+
+    private final class Session implements DecodeSession {
+        private OrtSession.Result previous;
+        private final OnnxTensor[] past = new OnnxTensor[info.numLayers() * 2];
+        private int length;
+
+        Session() {
+            try {
+                long[] shape = {1, info.numKvHeads(), 0, info.headDim()};
+                for (int i = 0; i < past.length; i++) {
+                    past[i] = OnnxTensor.createTensor(env, FloatBuffer.allocate(0), shape);
+                }
+            } catch (OrtException e) {
+                throw new OnnxRuntimeException("creating the empty cache: " + e.getMessage(), e);
+            }
+        }
+
+        @Override
+        public float[][] appendAll(int[] ids) {
+            int n = ids.length;
+            long[] idBuf = new long[n];
+            long[] posBuf = new long[n];
+            for (int i = 0; i < n; i++) {
+                idBuf[i] = ids[i];
+                posBuf[i] = length + i;
+            }
+            long[] maskBuf = new long[length + n];
+            java.util.Arrays.fill(maskBuf, 1L);
+            Map<String, OnnxTensor> in = new HashMap<>();
+            try (OnnxTensor idsT = OnnxTensor.createTensor(env, LongBuffer.wrap(idBuf), new long[]{1, n});
+                 OnnxTensor posT = OnnxTensor.createTensor(env, LongBuffer.wrap(posBuf), new long[]{1, n});
+                 OnnxTensor maskT = OnnxTensor.createTensor(env, LongBuffer.wrap(maskBuf), new long[]{1, length + n})) {
+                in.put("input_ids", idsT);
+                in.put("position_ids", posT);
+                in.put("attention_mask", maskT);
+                for (int l = 0; l < info.numLayers(); l++) {
+                    in.put("past_key_values." + l + ".key", past[2 * l]);
+                    in.put("past_key_values." + l + ".value", past[2 * l + 1]);
+                }
+                OrtSession.Result r = session.run(in);
+                float[][] logits = unbatch((OnnxTensor) r.get("logits").orElseThrow(), n);
+                OnnxTensor[] next = new OnnxTensor[past.length];
+                for (int l = 0; l < info.numLayers(); l++) {
+                    next[2 * l] = (OnnxTensor) r.get("present." + l + ".key").orElseThrow();
+                    next[2 * l + 1] = (OnnxTensor) r.get("present." + l + ".value").orElseThrow();
+                }
+                releasePast();
+                System.arraycopy(next, 0, past, 0, past.length);
+                previous = r;
+                length += n;
+                return logits;
+            } catch (OrtException e) {
+                throw new OnnxRuntimeException("ONNX Runtime run failed: " + e.getMessage(), e);
+            }
+        }
+
+        private float[][] unbatch(OnnxTensor t, int n) {
+            FloatBuffer fb = t.getFloatBuffer();
+            int v = info.vocabSize();
+            float[][] out = new float[n][v];
+            for (int i = 0; i < n; i++) {
+                fb.get(out[i]);
+            }
+            return out;
+        }
+
+        private void releasePast() {
+            if (previous != null) {
+                previous.close();
+                previous = null;
+            } else {
+                for (OnnxValue p : past) {
+                    p.close();
+                }
+            }
+        }
+
+        @Override
+        public int length() {
+            return length;
+        }
+
+        @Override
+        public void close() {
+            releasePast();
+        }
+    }
+}

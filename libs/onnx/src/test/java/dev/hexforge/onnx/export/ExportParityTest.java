@@ -1,0 +1,110 @@
+package dev.hexforge.onnx.export;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.eval.Perplexity;
+import dev.hexforge.generate.CausalLm;
+import dev.hexforge.generate.Generator;
+import dev.hexforge.onnx.runtime.OnnxLm;
+import dev.hexforge.progress.Progress;
+import dev.hexforge.safetensors.SafetensorsFile;
+import dev.hexforge.testing.Fixtures;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.EnumMap;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Both export variants of qwen2-tiny, run on ONNX Runtime, against the PyTorch reference outputs. */
+class ExportParityTest {
+    @TempDir
+    static Path tmp;
+    static final Map<Variant, CausalLm> models = new EnumMap<>(Variant.class);
+
+    @BeforeAll
+    static void export() {
+        try (Checkpoint ckpt = Checkpoint.open(Fixtures.qwen2Tiny())) {
+            for (Variant v : Variant.values()) {
+                ExportOptions opt = v == Variant.DYNAMIC ? ExportOptions.dynamic() : ExportOptions.staticShapes(128, 512);
+                Path out = tmp.resolve(v.name().toLowerCase());
+                DecoderExporter.export(ckpt, out, opt, Progress.NONE);
+                models.put(v, OnnxLm.open(out, 2));
+            }
+        }
+    }
+
+    @AfterAll
+    static void close() {
+        models.values().forEach(CausalLm::close);
+    }
+
+    @ParameterizedTest
+    @EnumSource(Variant.class)
+    void logitsMatchReference(Variant v) {
+        try (SafetensorsFile ref = SafetensorsFile.open(Fixtures.reference("logits.safetensors"))) {
+            for (String key : new String[]{"en", "zh", "chatml"}) {
+                long[] l = new long[(int) ref.info(key + ".input_ids").numel()];
+                ref.bytes(key + ".input_ids").asLongBuffer().get(l);
+                int[] ids = Arrays.stream(l).mapToInt(x -> (int) x).toArray();
+                float[] expected = ref.floats(key + ".logits");
+                float[][] got = models.get(v).start(ids.length).appendAll(ids);
+                float max = 0;
+                for (int t = 0; t < ids.length; t++) {
+                    for (int i = 0; i < got[t].length; i++) {
+                        max = Math.max(max, Math.abs(got[t][i] - expected[t * got[t].length + i]));
+                    }
+                }
+                assertTrue(max <= 1e-4f, v + " " + key + ": max |dlogit| " + max);
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Variant.class)
+    void greedyContinuationsMatchWithKvCache(Variant v) {
+        for (JsonNode p : Fixtures.json(Fixtures.reference("reference.json")).path("prompts")) {
+            int[] input = Fixtures.ints(p.path("input_ids"));
+            int[] expected = Fixtures.ints(p.path("greedy_new_ids"));
+            int exact = p.path("greedy_exact_prefix_len").asInt();
+            int[] got = Generator.generate(models.get(v), input, Generator.Options.greedy(expected.length), null);
+            assertArrayEquals(Arrays.copyOf(expected, exact), Arrays.copyOf(got, exact), v + " " + p.path("name").asText());
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Variant.class)
+    void perplexityMatchesReference(Variant v) {
+        JsonNode expected = Fixtures.json(Fixtures.reference("perplexity.json")).path("results").path("float32").path("eval.txt");
+        Perplexity.Result r = Perplexity.evaluate(models.get(v), Fixtures.evalTxtIds(), 128, null);
+        assertEquals(expected.path("scored_tokens").asLong(), r.scoredTokens());
+        double rel = Math.abs(r.perplexity() / expected.path("perplexity").asDouble() - 1);
+        assertTrue(rel < 1e-3, v + ": perplexity " + r.perplexity());
+    }
+
+    @ParameterizedTest
+    @EnumSource(Variant.class)
+    void folderLayoutIsComplete(Variant v) {
+        Path dir = tmp.resolve(v.name().toLowerCase());
+        for (String f : new String[]{"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                "export.json", "onnx/model.onnx_data"}) {
+            assertTrue(Files.isRegularFile(dir.resolve(f)), v + " lacks " + f);
+        }
+        if (v == Variant.DYNAMIC) {
+            assertTrue(Files.isRegularFile(dir.resolve("onnx/model.onnx")));
+            assertTrue(Files.isRegularFile(dir.resolve("genai_config.json")));
+        } else {
+            assertTrue(Files.isRegularFile(dir.resolve("onnx/prompt.onnx")));
+            assertTrue(Files.isRegularFile(dir.resolve("onnx/token.onnx")));
+        }
+    }
+}
