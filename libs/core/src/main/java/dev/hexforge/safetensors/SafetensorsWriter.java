@@ -9,6 +9,7 @@ import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
+import java.nio.channels.WritableByteChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -26,10 +27,10 @@ import java.util.Set;
 public final class SafetensorsWriter {
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    /** Produces a tensor's little-endian bytes; called once, in file order. */
+    /** Writes a tensor's little-endian bytes to the file; called once, in file order. */
     @FunctionalInterface
     public interface ByteSource {
-        ByteBuffer bytes() throws IOException;
+        void writeTo(WritableByteChannel out) throws IOException;
     }
 
     public record Entry(String name, DType dtype, long[] shape, ByteSource source) {
@@ -43,11 +44,11 @@ public final class SafetensorsWriter {
 
         /** A float32 array written as F32, F16 or BF16. */
         public static Entry ofFloats(String name, long[] shape, float[] values, DType dtype) {
-            return new Entry(name, dtype, shape, () -> encode(values, dtype));
+            return new Entry(name, dtype, shape, out -> writeFully(out, encode(values, dtype)));
         }
 
         public static Entry ofBytes(String name, DType dtype, long[] shape, ByteBuffer bytes) {
-            return new Entry(name, dtype, shape, bytes::duplicate);
+            return new Entry(name, dtype, shape, out -> writeFully(out, bytes.duplicate()));
         }
     }
 
@@ -111,12 +112,13 @@ public final class SafetensorsWriter {
                     StandardOpenOption.WRITE)) {
                 writeFully(ch, head);
                 for (Entry e : entries) {
-                    ByteBuffer data = e.source().bytes();
-                    if (data.remaining() != e.byteSize()) {
-                        throw new IllegalStateException("tensor '" + e.name() + "' produced " + data.remaining()
+                    long before = ch.position();
+                    e.source().writeTo(ch);
+                    long written = ch.position() - before;
+                    if (written != e.byteSize()) {
+                        throw new IllegalStateException("tensor '" + e.name() + "' produced " + written
                                 + " bytes, expected " + e.byteSize());
                     }
-                    writeFully(ch, data);
                 }
             }
             Files.move(tmp, out, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
@@ -133,7 +135,7 @@ public final class SafetensorsWriter {
         }
     }
 
-    private static void writeFully(FileChannel ch, ByteBuffer b) throws IOException {
+    public static void writeFully(WritableByteChannel ch, ByteBuffer b) throws IOException {
         while (b.hasRemaining()) {
             ch.write(b);
         }

@@ -1,0 +1,70 @@
+package dev.hexforge.onnx.export;
+
+import dev.hexforge.checkpoint.Architecture;
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.forward.DecoderForward;
+import dev.hexforge.forward.DecoderWeights;
+import dev.hexforge.generate.CausalLm;
+import dev.hexforge.generate.Generator;
+import dev.hexforge.onnx.runtime.OnnxLm;
+import dev.hexforge.progress.Progress;
+import dev.hexforge.safetensors.DType;
+import dev.hexforge.synth.Preset;
+import dev.hexforge.synth.SyntheticCheckpoint;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.SplittableRandom;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Untied and Llama checkpoints (made by synth): the Java forward against both exports on ONNX Runtime. */
+class SyntheticParityTest {
+    @TempDir
+    Path tmp;
+
+    @ParameterizedTest
+    @CsvSource({"QWEN2,false,F32", "LLAMA,true,BF16", "LLAMA,false,F16"})
+    void javaForwardAndBothExportsAgree(Architecture arch, boolean tied, DType dtype) throws Exception {
+        Path model = tmp.resolve("model");
+        SyntheticCheckpoint.write(new SyntheticCheckpoint.Options(Preset.TINY, arch, tied, dtype, 7), model, Progress.NONE);
+        int[] ids = new SplittableRandom(3).ints(40, 0, 2048).toArray();
+        try (Checkpoint ckpt = Checkpoint.open(model)) {
+            assertEquals(arch, ckpt.config().architecture());
+            assertEquals(!tied, ckpt.tensors().containsKey("lm_head.weight"));
+            assertEquals(arch == Architecture.QWEN2, ckpt.config().attentionBias());
+            DecoderForward java = new DecoderForward(DecoderWeights.load(ckpt));
+            float[][] expected = java.logits(ids);
+            int[] greedy = Generator.generate(java, ids, Generator.Options.greedy(8), null);
+            for (ExportOptions opt : new ExportOptions[]{ExportOptions.dynamic(), ExportOptions.staticShapes(16, 128)}) {
+                Path out = tmp.resolve(opt.variant().name());
+                DecoderExporter.export(ckpt, out, opt, Progress.NONE);
+                try (CausalLm onnx = OnnxLm.open(out, 1)) {
+                    float[][] got = onnx.start(ids.length).appendAll(ids);
+                    for (int t = 0; t < ids.length; t++) {
+                        assertArrayEquals(expected[t], got[t], 2e-5f, opt.variant() + " position " + t);
+                    }
+                    assertArrayEquals(greedy, Generator.generate(onnx, ids, Generator.Options.greedy(8), null));
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @CsvSource({"BF16"})
+    void synthIsDeterministicForASeed(DType dtype) throws Exception {
+        SyntheticCheckpoint.write(SyntheticCheckpoint.Options.of(Preset.TINY, dtype, 1), tmp.resolve("a"), Progress.NONE);
+        SyntheticCheckpoint.write(SyntheticCheckpoint.Options.of(Preset.TINY, dtype, 1), tmp.resolve("b"), Progress.NONE);
+        SyntheticCheckpoint.write(SyntheticCheckpoint.Options.of(Preset.TINY, dtype, 2), tmp.resolve("c"), Progress.NONE);
+        byte[] a = Files.readAllBytes(tmp.resolve("a/model.safetensors"));
+        assertArrayEquals(a, Files.readAllBytes(tmp.resolve("b/model.safetensors")));
+        assertFalse(java.util.Arrays.equals(a, Files.readAllBytes(tmp.resolve("c/model.safetensors"))));
+        assertTrue(Files.size(tmp.resolve("a/tokenizer.json")) > 10_000);
+    }
+}
