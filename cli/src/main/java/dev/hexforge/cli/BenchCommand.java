@@ -1,0 +1,198 @@
+package dev.hexforge.cli;
+
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.generate.CausalLm;
+import dev.hexforge.generate.DecodeSession;
+import dev.hexforge.onnx.export.DecoderExporter;
+import dev.hexforge.onnx.export.ExportInfo;
+import dev.hexforge.onnx.export.ExportOptions;
+import dev.hexforge.progress.Progress;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryPoolMXBean;
+import java.lang.management.MemoryType;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.SplittableRandom;
+import java.util.concurrent.Callable;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
+
+@Command(name = "bench", mixinStandardHelpOptions = true, description = "Benchmarks that print figures.",
+        subcommands = {BenchCommand.Export.class, BenchCommand.Generate.class})
+final class BenchCommand implements Runnable {
+    @Override
+    public void run() {
+        new picocli.CommandLine(this).usage(System.out);
+    }
+
+    @Command(name = "export", mixinStandardHelpOptions = true,
+            description = "Export both variants; wall time and peak heap against a plain copy of the checkpoint's bytes.")
+    static final class Export implements Callable<Integer> {
+        @Option(names = "--model", required = true)
+        Path model;
+        @Option(names = "--work", required = true, description = "scratch folder on the disk to measure (emptied)")
+        Path work;
+
+        @Override
+        public Integer call() throws IOException {
+            Files.createDirectories(work);
+            long bytes = Files.size(model.resolve("model.safetensors"));
+            long t0 = System.nanoTime();
+            copyFile(model.resolve("model.safetensors"), work.resolve("copy.bin"));
+            double cp = (System.nanoTime() - t0) / 1e9;
+            Files.delete(work.resolve("copy.bin"));
+            System.out.printf("checkpoint %s: %.1f MB; plain copy %.2fs (%.0f MB/s)%n", model.getFileName(), bytes / 1e6, cp, bytes / 1e6 / cp);
+            for (ExportOptions opt : new ExportOptions[]{ExportOptions.dynamic(), ExportOptions.staticShapes(128, 512)}) {
+                Path out = work.resolve(opt.variant().name().toLowerCase());
+                deleteTree(out);
+                System.gc();
+                resetPeaks();
+                long t1 = System.nanoTime();
+                try (Checkpoint ckpt = Checkpoint.open(model)) {
+                    DecoderExporter.export(ckpt, out, opt, Progress.NONE);
+                }
+                double secs = (System.nanoTime() - t1) / 1e9;
+                long written = Files.size(out.resolve("onnx/model.onnx_data"));
+                System.out.printf("export %-7s %.2fs (%.2fx the plain copy), wrote %.1f MB (%.0f MB/s), peak heap %.0f MB%n",
+                        opt.variant().name().toLowerCase(), secs, secs / cp, written / 1e6, written / 1e6 / secs, peakHeap() / 1e6);
+                deleteTree(out);
+            }
+            return 0;
+        }
+    }
+
+    @Command(name = "generate", mixinStandardHelpOptions = true,
+            description = "Prefill and decode tokens/s of an export on the host CPU, with decode efficiency against measured memory bandwidth.")
+    static final class Generate implements Callable<Integer> {
+        @Option(names = "--model", required = true, description = "export folder (or Hugging Face folder: Java forward)")
+        Path model;
+        @Option(names = "--prompt-len", defaultValue = "128")
+        int promptLen;
+        @Option(names = "--new", defaultValue = "32")
+        int newTokens;
+        @Option(names = "--threads", defaultValue = "1")
+        int threads;
+
+        @Override
+        public Integer call() {
+            double bandwidth = measureBandwidth(threads);
+            System.out.printf("memory bandwidth (triad, %d thread%s): %.1f GB/s%n", threads, threads == 1 ? "" : "s", bandwidth / 1e9);
+            long weightBytes = weightBytesPerToken(model);
+            int[] prompt = new SplittableRandom(1).ints(promptLen, 10, 1000).toArray();
+            try (CausalLm lm = Models.open(model, threads)) {
+                for (int warm = 0; warm < 2; warm++) {
+                    try (DecodeSession s = lm.start(promptLen + newTokens)) {
+                        s.append(prompt);
+                        s.append(new int[]{5});
+                    }
+                }
+                double prefill;
+                double decode;
+                try (DecodeSession s = lm.start(promptLen + newTokens)) {
+                    long t0 = System.nanoTime();
+                    s.append(prompt);
+                    prefill = (System.nanoTime() - t0) / 1e9;
+                    long t1 = System.nanoTime();
+                    for (int i = 0; i < newTokens; i++) {
+                        s.append(new int[]{7 + i});
+                    }
+                    decode = (System.nanoTime() - t1) / 1e9;
+                }
+                double decodeTps = newTokens / decode;
+                System.out.printf("prefill %d tokens: %.2fs = %.1f tokens/s%n", promptLen, prefill, promptLen / prefill);
+                System.out.printf("decode %d tokens: %.2fs = %.2f tokens/s%n", newTokens, decode, decodeTps);
+                System.out.printf("weights read per token: %.1f MB; decode efficiency: %.0f%% of the bandwidth limit%n",
+                        weightBytes / 1e6, 100.0 * decodeTps * weightBytes / bandwidth);
+            }
+            return 0;
+        }
+    }
+
+    /** Best of several triad passes (a = b + s*c) over arrays far larger than the caches. */
+    static double measureBandwidth(int threads) {
+        int n = 1 << 24;
+        float[] a = new float[n];
+        float[] b = new float[n];
+        float[] c = new float[n];
+        java.util.Arrays.fill(b, 1f);
+        java.util.Arrays.fill(c, 2f);
+        double best = 0;
+        java.util.concurrent.ForkJoinPool pool = new java.util.concurrent.ForkJoinPool(threads);
+        try {
+            for (int rep = 0; rep < 8; rep++) {
+                long t0 = System.nanoTime();
+                pool.submit(() -> IntStream.range(0, threads).parallel().forEach(t -> {
+                    int from = (int) ((long) n * t / threads);
+                    int to = (int) ((long) n * (t + 1) / threads);
+                    for (int i = from; i < to; i++) {
+                        a[i] = b[i] + 3f * c[i];
+                    }
+                })).join();
+                double secs = (System.nanoTime() - t0) / 1e9;
+                best = Math.max(best, 3.0 * n * 4 / secs);
+            }
+        } finally {
+            pool.shutdown();
+        }
+        return best;
+    }
+
+    /** Bytes of weights a decode step reads: every decoder weight, the head, and one embedding row. */
+    static long weightBytesPerToken(Path model) {
+        Path data = model.resolve("onnx/model.onnx_data");
+        try {
+            if (ExportInfo.isExport(model) && Files.isRegularFile(data)) {
+                return Files.size(data);
+            }
+            return Files.size(model.resolve("model.safetensors"));
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    static void copyFile(Path from, Path to) throws IOException {
+        try (FileChannel in = FileChannel.open(from); FileChannel out = FileChannel.open(to, StandardOpenOption.CREATE,
+                StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
+            long size = in.size();
+            long done = 0;
+            while (done < size) {
+                done += in.transferTo(done, size - done, out);
+            }
+        }
+    }
+
+    static void resetPeaks() {
+        for (MemoryPoolMXBean p : ManagementFactory.getMemoryPoolMXBeans()) {
+            if (p.getType() == MemoryType.HEAP) {
+                p.resetPeakUsage();
+            }
+        }
+    }
+
+    static long peakHeap() {
+        long sum = 0;
+        for (MemoryPoolMXBean p : ManagementFactory.getMemoryPoolMXBeans()) {
+            if (p.getType() == MemoryType.HEAP) {
+                sum += p.getPeakUsage().getUsed();
+            }
+        }
+        return sum;
+    }
+
+    static void deleteTree(Path dir) throws IOException {
+        if (!Files.exists(dir)) {
+            return;
+        }
+        try (Stream<Path> s = Files.walk(dir)) {
+            for (Path p : s.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.delete(p);
+            }
+        }
+    }
+}

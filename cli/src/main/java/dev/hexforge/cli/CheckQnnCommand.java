@@ -1,0 +1,65 @@
+package dev.hexforge.cli;
+
+import dev.hexforge.onnx.export.ExportInfo;
+import dev.hexforge.onnx.qnn.QnnPreflight;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+
+@Command(name = "check-qnn", mixinStandardHelpOptions = true,
+        description = "QNN HTP pre-flight: ops, dynamic dimensions, element types, per-graph weight memory. Exit 0 only when clean.")
+final class CheckQnnCommand implements Callable<Integer> {
+    @Parameters(index = "0", description = "an .onnx file, or an export folder (every graph in it is checked)")
+    Path target;
+    @Option(names = "--json", description = "print one JSON object")
+    boolean json;
+
+    @Override
+    public Integer call() {
+        List<Path> graphs = new ArrayList<>();
+        if (Files.isDirectory(target)) {
+            ExportInfo info = ExportInfo.read(target);
+            info.graphs().keySet().forEach(role -> graphs.add(info.graph(target, role)));
+        } else if (Files.isRegularFile(target)) {
+            graphs.add(target);
+        } else {
+            throw new IllegalArgumentException(target + " does not exist");
+        }
+        boolean clean = true;
+        List<Map<String, Object>> reports = new ArrayList<>();
+        for (Path g : graphs) {
+            QnnPreflight.Report r = QnnPreflight.check(g);
+            clean &= r.clean();
+            if (json) {
+                reports.add(new Json().put("graph", r.graph()).put("clean", r.clean()).put("ops", r.ops())
+                        .put("dynamic_dimensions", r.dynamicDimensions()).put("unsupported_types", r.unsupportedTypes())
+                        .put("weight_bytes", r.weightBytes()).put("weight_limit_bytes", r.weightLimitBytes())
+                        .put("problems", r.problems()).fields());
+            } else {
+                print(r);
+            }
+        }
+        if (json) {
+            new Json().put("clean", clean).put("graphs", reports).print();
+        }
+        return clean ? 0 : 1;
+    }
+
+    private static void print(QnnPreflight.Report r) {
+        System.out.println("graph " + r.graph() + ": " + (r.clean() ? "CLEAN" : "NOT READY FOR HTP"));
+        for (QnnPreflight.OpUse o : r.ops()) {
+            System.out.printf("  %-4s %-24s x%-4d %s%n", o.supported() ? "ok" : "FAIL",
+                    (o.domain().isEmpty() ? "" : o.domain() + ".") + o.opType(), o.count(), o.supported() ? "" : "not supported on HTP");
+        }
+        r.dynamicDimensions().forEach(d -> System.out.println("  dynamic: " + d));
+        r.unsupportedTypes().forEach(t -> System.out.println("  dtype:   " + t));
+        System.out.printf("  weights: %.1f MiB of %.0f MiB per-graph limit%n", r.weightBytes() / 1048576.0, r.weightLimitBytes() / 1048576.0);
+    }
+}

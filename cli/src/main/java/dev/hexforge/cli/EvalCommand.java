@@ -1,0 +1,64 @@
+package dev.hexforge.cli;
+
+import dev.hexforge.eval.Perplexity;
+import dev.hexforge.generate.CausalLm;
+import dev.hexforge.tokenizer.Tokenizer;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.IOException;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+
+@Command(name = "eval", mixinStandardHelpOptions = true, description = "Evaluate a model.",
+        subcommands = {EvalCommand.Ppl.class})
+final class EvalCommand implements Runnable {
+    @Override
+    public void run() {
+        new picocli.CommandLine(this).usage(System.out);
+    }
+
+    @Command(name = "ppl", mixinStandardHelpOptions = true,
+            description = "Perplexity of a text: whole text tokenized once, non-overlapping windows, first token of each unscored.")
+    static final class Ppl implements Callable<Integer> {
+        @Option(names = "--model", required = true, description = "export folder or Hugging Face folder")
+        Path model;
+        @Option(names = "--text", required = true, description = "UTF-8 text file")
+        Path text;
+        @Option(names = "--window", defaultValue = "128", description = "window length in tokens (default: ${DEFAULT-VALUE})")
+        int window;
+        @Option(names = "--threads", defaultValue = "0", description = "ONNX Runtime threads (0: all cores)")
+        int threads;
+        @Option(names = "--json", description = "print one JSON object")
+        boolean json;
+
+        @Override
+        public Integer call() throws IOException {
+            String content;
+            try {
+                content = StandardCharsets.UTF_8.newDecoder().decode(java.nio.ByteBuffer.wrap(Files.readAllBytes(text))).toString();
+            } catch (CharacterCodingException e) {
+                throw new IllegalArgumentException(text + " is not valid UTF-8 text");
+            }
+            Perplexity.Result r;
+            try (Tokenizer tok = Tokenizer.load(model); CausalLm lm = Models.open(model, threads);
+                 ProgressBar bar = new ProgressBar("ppl")) {
+                int[] ids = tok.encode(content);
+                int windows = ids.length / window;
+                r = Perplexity.evaluate(lm, ids, window, w -> bar.update("window " + w + "/" + windows, w, windows));
+            }
+            if (json) {
+                new Json().put("perplexity", r.perplexity()).put("mean_nll", r.meanNll()).put("scored_tokens", r.scoredTokens())
+                        .put("windows", r.windows()).put("dropped_trailing_tokens", r.droppedTrailingTokens())
+                        .put("backend", Models.kind(model)).print();
+            } else {
+                System.out.printf("perplexity %.4f (mean NLL %.6f over %d tokens in %d windows of %d; %s)%n", r.perplexity(),
+                        r.meanNll(), r.scoredTokens(), r.windows(), window, Models.kind(model));
+            }
+            return 0;
+        }
+    }
+}

@@ -1,0 +1,41 @@
+package dev.hexforge.cli;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** The {@code hexforge} command line. */
+@Command(name = "hexforge", mixinStandardHelpOptions = true, version = "hexforge 0.1.0",
+        description = "Turn Hugging Face LLMs into signed, benchmarked models for the Hexagon NPU.",
+        subcommands = {ExportCommand.class, GenerateCommand.class, EvalCommand.class, CheckQnnCommand.class,
+                SynthCommand.class, DemoCommand.class, BenchCommand.class, CommandLine.HelpCommand.class})
+public final class Main implements Runnable {
+
+    public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    public static int run(String... args) {
+        CommandLine cl = new CommandLine(new Main());
+        cl.setExecutionExceptionHandler((ex, cmd, parsed) -> {
+            cmd.getErr().println("hexforge: error: " + describe(ex));
+            if (Boolean.getBoolean("hexforge.debug")) {
+                ex.printStackTrace(cmd.getErr());
+            }
+            return 1;
+        });
+        return cl.execute(args);
+    }
+
+    private static String describe(Throwable ex) {
+        String msg = ex.getMessage();
+        if (msg == null || msg.isBlank()) {
+            return ex.getClass().getSimpleName();
+        }
+        return msg;
+    }
+
+    @Override
+    public void run() {
+        new CommandLine(this).usage(System.out);
+    }
+}

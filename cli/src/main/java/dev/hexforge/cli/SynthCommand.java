@@ -1,0 +1,55 @@
+package dev.hexforge.cli;
+
+import dev.hexforge.checkpoint.Architecture;
+import dev.hexforge.safetensors.DType;
+import dev.hexforge.synth.Preset;
+import dev.hexforge.synth.SyntheticCheckpoint;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+
+@Command(name = "synth", mixinStandardHelpOptions = true,
+        description = "Write a checkpoint with a real preset's config and shapes, random weights and a real tokenizer.")
+final class SynthCommand implements Callable<Integer> {
+    @Option(names = "--preset", required = true, description = "tiny, qwen2.5-0.5b or qwen2.5-1.5b")
+    String preset;
+    @Option(names = "--dtype", defaultValue = "bf16", description = "bf16, f16 or f32 (default: ${DEFAULT-VALUE})")
+    String dtype;
+    @Option(names = "--seed", defaultValue = "0", description = "random seed (default: ${DEFAULT-VALUE})")
+    long seed;
+    @Option(names = "--arch", defaultValue = "qwen2", description = "qwen2 or llama (default: ${DEFAULT-VALUE})")
+    String arch;
+    @Option(names = "--untied", description = "give the model its own lm_head instead of sharing the embedding")
+    boolean untied;
+    @Option(names = "--out", required = true, description = "output folder")
+    Path out;
+    @Option(names = "--json", description = "print one JSON object")
+    boolean json;
+
+    @Override
+    public Integer call() {
+        Preset p = Preset.parse(preset);
+        DType d = switch (dtype.toLowerCase()) {
+            case "bf16" -> DType.BF16;
+            case "f16", "fp16" -> DType.F16;
+            case "f32", "fp32" -> DType.F32;
+            default -> throw new IllegalArgumentException("--dtype must be bf16, f16 or f32, got '" + dtype + "'");
+        };
+        Architecture a = Architecture.fromModelType(arch.toLowerCase());
+        SyntheticCheckpoint.Options opt = SyntheticCheckpoint.Options.of(p, d, seed);
+        opt = new SyntheticCheckpoint.Options(p, a, opt.tied() && !untied, d, seed);
+        long t0 = System.nanoTime();
+        try (ProgressBar bar = new ProgressBar("synth")) {
+            SyntheticCheckpoint.write(opt, out, bar);
+        }
+        double secs = (System.nanoTime() - t0) / 1e9;
+        if (json) {
+            new Json().put("out", out.toAbsolutePath().toString()).put("preset", p.id()).put("seconds", secs).print();
+        } else {
+            System.out.printf("wrote %s (%s, %s, seed %d) to %s in %.1fs%n", p.id(), a.modelType(), d, seed, out, secs);
+        }
+        return 0;
+    }
+}

@@ -1,0 +1,135 @@
+package dev.hexforge.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.hexforge.testing.Fixtures;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.stream.Collectors;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The CLI end to end: commands run in-process, --json output parsed as a script would. */
+class CliTest {
+    @TempDir
+    static Path tmp;
+    static final ObjectMapper JSON = new ObjectMapper();
+
+    record Run(int exit, String out, String err) {
+        JsonNode json() throws Exception {
+            return JSON.readTree(out);
+        }
+    }
+
+    static synchronized Run run(String... args) {
+        PrintStream oldOut = System.out;
+        PrintStream oldErr = System.err;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        try {
+            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            int code = Main.run(args);
+            return new Run(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        } finally {
+            System.setOut(oldOut);
+            System.setErr(oldErr);
+        }
+    }
+
+    @BeforeAll
+    static void export() {
+        String model = Fixtures.qwen2Tiny().toString();
+        assertEquals(0, run("export", "--model", model, "--out", tmp.resolve("dyn").toString()).exit());
+        assertEquals(0, run("export", "--model", model, "--out", tmp.resolve("static").toString(), "--variant", "static",
+                "--seq", "32", "--ctx", "256", "--json").exit());
+    }
+
+    @Test
+    void generateJsonGivesTheReferenceContinuation() throws Exception {
+        JsonNode ref = Fixtures.json(Fixtures.reference("reference.json")).path("prompts").get(0);
+        String ids = Arrays.stream(Fixtures.ints(ref.path("input_ids"))).mapToObj(String::valueOf).collect(Collectors.joining(","));
+        for (String dir : new String[]{"dyn", "static"}) {
+            Run r = run("generate", "--model", tmp.resolve(dir).toString(), "--prompt-ids", ids, "--max-new", "16", "--greedy", "--json");
+            assertEquals(0, r.exit(), r.err());
+            int[] expected = Arrays.copyOf(Fixtures.ints(ref.path("greedy_new_ids")), 16);
+            assertArrayEquals(expected, Fixtures.ints(r.json().path("ids")), dir);
+            assertTrue(r.json().path("text").asText().startsWith("I'll be age"), r.out());
+        }
+    }
+
+    @Test
+    void generateFromTextWithChatTemplateStopsAtEos() throws Exception {
+        Run r = run("generate", "--model", tmp.resolve("dyn").toString(), "--prompt", "Which character is named in this line?",
+                "--chat", "--max-new", "8", "--json");
+        assertEquals(0, r.exit(), r.err());
+        assertTrue(r.json().path("prompt_tokens").asInt() > 5);
+        assertTrue(r.json().path("ids").size() <= 8);
+    }
+
+    @Test
+    void checkQnnExitCodeTellsCleanFromNot() throws Exception {
+        Run clean = run("check-qnn", tmp.resolve("static").toString(), "--json");
+        assertEquals(0, clean.exit(), clean.out());
+        assertTrue(clean.json().path("clean").asBoolean());
+        assertEquals(2, clean.json().path("graphs").size());
+        Run dynamic = run("check-qnn", tmp.resolve("dyn/onnx/model.onnx").toString());
+        assertEquals(1, dynamic.exit());
+        assertTrue(dynamic.out().contains("NOT READY") && dynamic.out().contains("Range"), dynamic.out());
+    }
+
+    @Test
+    void evalPplJsonOnTheStaticExport() throws Exception {
+        Path text = tmp.resolve("short.txt");
+        Files.writeString(text, Files.readString(Fixtures.root().resolve("corpus/eval_en.txt")).substring(0, 6000));
+        Run onnx = run("eval", "ppl", "--model", tmp.resolve("static").toString(), "--text", text.toString(), "--json");
+        Run java = run("eval", "ppl", "--model", Fixtures.qwen2Tiny().toString(), "--text", text.toString(), "--json");
+        assertEquals(0, onnx.exit(), onnx.err());
+        assertEquals(java.json().path("scored_tokens").asLong(), onnx.json().path("scored_tokens").asLong());
+        assertEquals(java.json().path("perplexity").asDouble(), onnx.json().path("perplexity").asDouble(),
+                java.json().path("perplexity").asDouble() * 1e-4);
+        assertEquals("java-reference", java.json().path("backend").asText());
+    }
+
+    @Test
+    void badInputGivesAClearErrorAndExitCode() throws Exception {
+        Run r = run("export", "--model", tmp.resolve("nope").toString(), "--out", tmp.resolve("x").toString());
+        assertEquals(1, r.exit());
+        assertTrue(r.err().contains("hexforge: error:") && r.err().contains("config.json"), r.err());
+        assertFalse(Files.exists(tmp.resolve("x")));
+        Run bad = run("export", "--model", Fixtures.qwen2Tiny().toString(), "--out", tmp.resolve("y").toString(), "--variant", "weird");
+        assertEquals(1, bad.exit());
+        assertTrue(bad.err().contains("--variant must be dynamic or static"), bad.err());
+        Path notUtf8 = tmp.resolve("bin.txt");
+        Files.write(notUtf8, new byte[]{(byte) 0xff, (byte) 0xfe, 0x41});
+        Run enc = run("eval", "ppl", "--model", Fixtures.qwen2Tiny().toString(), "--text", notUtf8.toString());
+        assertTrue(enc.err().contains("not valid UTF-8"), enc.err());
+        assertEquals(2, run("generate", "--model", "x").exit(), "usage error");
+    }
+
+    @Test
+    void synthWritesALoadableCheckpoint() throws Exception {
+        Path out = tmp.resolve("synth");
+        Run r = run("synth", "--preset", "tiny", "--dtype", "bf16", "--arch", "llama", "--untied", "--seed", "3",
+                "--out", out.toString(), "--json");
+        assertEquals(0, r.exit(), r.err());
+        JsonNode cfg = JSON.readTree(out.resolve("config.json").toFile());
+        assertEquals("llama", cfg.path("model_type").asText());
+        assertFalse(cfg.path("tie_word_embeddings").asBoolean());
+        Run g = run("generate", "--model", out.toString(), "--prompt", "hello", "--max-new", "4", "--json");
+        assertEquals(0, g.exit(), g.err());
+        assertEquals(4, g.json().path("ids").size());
+        assertEquals(1, run("synth", "--preset", "gpt5", "--out", tmp.resolve("s2").toString()).exit());
+    }
+}
