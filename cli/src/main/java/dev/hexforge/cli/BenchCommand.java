@@ -143,16 +143,21 @@ final class BenchCommand implements Runnable {
         return best;
     }
 
-    /** Bytes of weights a decode step reads: every decoder weight, the head, and one embedding row. */
+    /**
+     * Bytes of weights a decode step reads: the export's weight file, or for a Hugging Face folder every decoder
+     * tensor as float32 (the Java forward holds them so). A tied embedding is read once, as the head.
+     */
     static long weightBytesPerToken(Path model) {
         Path data = model.resolve("onnx/model.onnx_data");
         try {
             if (ExportInfo.isExport(model) && Files.isRegularFile(data)) {
                 return Files.size(data);
             }
-            return Files.size(model.resolve("model.safetensors"));
         } catch (IOException e) {
             throw new java.io.UncheckedIOException(e);
+        }
+        try (Checkpoint ckpt = Checkpoint.open(model)) {
+            return ckpt.tensors().values().stream().mapToLong(s -> java.util.Arrays.stream(s).reduce(4, (a, b) -> a * b)).sum();
         }
     }
 
