@@ -55,6 +55,20 @@ class TokenizerTest {
     }
 
     @Test
+    void realQwenTokenizerMatchesAnIndependentImplementation() {
+        JsonNode cases = Fixtures.json(Fixtures.root().resolve("qwen-tokenizer-real/cases.json")).path("cases");
+        assertTrue(cases.size() >= 200);
+        try (Tokenizer real = Tokenizer.load(Fixtures.root().resolve("qwen-tokenizer-real"))) {
+            for (JsonNode c : cases) {
+                String text = c.path("text").asText();
+                int[] ids = Fixtures.ints(c.path("ids"));
+                assertArrayEquals(ids, real.encode(text), () -> "encode " + text);
+                assertEquals(c.path("decoded").asText(), real.decode(ids), () -> "decode " + text);
+            }
+        }
+    }
+
+    @Test
     void chatTemplateRendersChatMl() {
         assertNull(tok.chatTemplate().defaultSystemPrompt());
         assertEquals("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", tok.chatTemplate().userPrompt("hi"));
