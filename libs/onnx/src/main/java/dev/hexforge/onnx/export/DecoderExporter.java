@@ -96,6 +96,9 @@ public final class DecoderExporter {
                 Files.copy(src, dir.resolve(f));
             }
         }
+        if (!isStatic) {
+            markExternalDataForTransformersJs(dir.resolve("config.json"));
+        }
         if (!Files.exists(dir.resolve("generation_config.json"))) {
             writeGenerationConfig(c, dir);
         }
@@ -108,6 +111,16 @@ public final class DecoderExporter {
                 ckpt.dir().getFileName().toString(), ExportInfo.HEXFORGE_VERSION);
         info.write(dir);
         return info;
+    }
+
+    /** transformers.js loads {@code onnx/model.onnx_data} only when config.json says the weights are external. */
+    private static void markExternalDataForTransformersJs(Path config) throws IOException {
+        ObjectNode cfg = (ObjectNode) JSON.readTree(config.toFile());
+        String key = "transformers.js_config";
+        ObjectNode tjs = cfg.get(key) instanceof ObjectNode existing ? existing : cfg.putObject(key);
+        tjs.put("use_external_data_format", true);
+        tjs.put("dtype", "fp32");
+        JSON.writeValue(config.toFile(), cfg);
     }
 
     private static void writeModel(ModelProto model, Path file) throws IOException {

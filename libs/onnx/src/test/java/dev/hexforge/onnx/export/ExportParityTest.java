@@ -102,6 +102,12 @@ class ExportParityTest {
         if (v == Variant.DYNAMIC) {
             assertTrue(Files.isRegularFile(dir.resolve("onnx/model.onnx")));
             assertTrue(Files.isRegularFile(dir.resolve("genai_config.json")));
+            JsonNode cfg = Fixtures.json(dir.resolve("config.json"));
+            assertTrue(cfg.path("transformers.js_config").path("use_external_data_format").asBoolean());
+            assertEquals("qwen2", cfg.path("model_type").asText(), "the original config is kept");
+            JsonNode genai = Fixtures.json(dir.resolve("genai_config.json")).path("model").path("decoder");
+            assertEquals("onnx/model.onnx", genai.path("filename").asText());
+            assertEquals(2, genai.path("num_key_value_heads").asInt());
         } else {
             assertTrue(Files.isRegularFile(dir.resolve("onnx/prompt.onnx")));
             assertTrue(Files.isRegularFile(dir.resolve("onnx/token.onnx")));
