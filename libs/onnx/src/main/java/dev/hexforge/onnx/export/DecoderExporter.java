@@ -39,6 +39,11 @@ public final class DecoderExporter {
     }
 
     public static ExportInfo export(Checkpoint ckpt, Path out, ExportOptions opt, Progress progress) {
+        return export(ckpt, out, opt, LinearFormat.FLOAT, progress);
+    }
+
+    /** Exports with the linears stored and computed as {@code format} says (float, QDQ, MatMulNBits). */
+    public static ExportInfo export(Checkpoint ckpt, Path out, ExportOptions opt, LinearFormat format, Progress progress) {
         if (Files.exists(out)) {
             try (Stream<Path> s = Files.list(out)) {
                 if (s.findAny().isPresent()) {
@@ -57,7 +62,7 @@ public final class DecoderExporter {
             throw new ExportException("cannot create a working folder next to " + out + ": " + e.getMessage(), e);
         }
         try {
-            ExportInfo info = writeInto(ckpt, tmp, opt, progress);
+            ExportInfo info = writeInto(ckpt, tmp, opt, format, progress);
             Files.deleteIfExists(out);
             Files.move(tmp, out, StandardCopyOption.ATOMIC_MOVE);
             return info;
@@ -70,24 +75,26 @@ public final class DecoderExporter {
         }
     }
 
-    private static ExportInfo writeInto(Checkpoint ckpt, Path dir, ExportOptions opt, Progress progress) throws IOException {
+    private static ExportInfo writeInto(Checkpoint ckpt, Path dir, ExportOptions opt, LinearFormat format, Progress progress)
+            throws IOException {
         ModelConfig c = ckpt.config();
+        int opset = Math.max(opt.opset(), format.minOpset());
         Path onnxDir = Files.createDirectories(dir.resolve("onnx"));
         boolean isStatic = opt.variant() == Variant.STATIC;
         int ropePositions = isStatic ? opt.contextLength() : c.maxPositionEmbeddings();
-        WeightFile weights = WeightFile.write(ckpt, onnxDir.resolve(WEIGHTS), ropePositions, progress);
+        WeightFile weights = WeightFile.write(ckpt, onnxDir.resolve(WEIGHTS), ropePositions, format, progress);
         Map<String, String> meta = Map.of("hexforge.variant", opt.variant().name().toLowerCase(),
                 "hexforge.source", ckpt.dir().getFileName().toString());
         Map<String, String> graphs = new LinkedHashMap<>();
         if (isStatic) {
-            writeModel(DecoderGraph.fixed(c, weights, opt.opset(), opt.promptLength(), opt.contextLength(), "prompt", meta),
+            writeModel(DecoderGraph.fixed(c, weights, format, opset, opt.promptLength(), opt.contextLength(), "prompt", meta),
                     onnxDir.resolve("prompt.onnx"));
-            writeModel(DecoderGraph.fixed(c, weights, opt.opset(), 1, opt.contextLength(), "token", meta),
+            writeModel(DecoderGraph.fixed(c, weights, format, opset, 1, opt.contextLength(), "token", meta),
                     onnxDir.resolve("token.onnx"));
             graphs.put("prompt", "onnx/prompt.onnx");
             graphs.put("token", "onnx/token.onnx");
         } else {
-            writeModel(DecoderGraph.dynamic(c, weights, opt.opset(), meta), onnxDir.resolve("model.onnx"));
+            writeModel(DecoderGraph.dynamic(c, weights, format, opset, meta), onnxDir.resolve("model.onnx"));
             graphs.put("model", "onnx/model.onnx");
         }
         for (String f : COPIED_FILES) {
@@ -105,7 +112,7 @@ public final class DecoderExporter {
         if (!isStatic) {
             writeGenaiConfig(c, dir);
         }
-        ExportInfo info = new ExportInfo(1, opt.variant(), opt.opset(), graphs, "onnx/" + WEIGHTS,
+        ExportInfo info = new ExportInfo(1, opt.variant(), opset, graphs, "onnx/" + WEIGHTS,
                 isStatic ? opt.promptLength() : 0, isStatic ? opt.contextLength() : 0, DecoderGraph.MASK_NEGATIVE,
                 c.numLayers(), c.numKvHeads(), c.headDim(), c.vocabSize(), c.maxPositionEmbeddings(), c.eosTokenIds(),
                 ckpt.dir().getFileName().toString(), ExportInfo.HEXFORGE_VERSION);

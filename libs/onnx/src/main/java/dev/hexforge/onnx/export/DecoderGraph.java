@@ -29,6 +29,7 @@ final class DecoderGraph {
 
     private final ModelConfig c;
     private final WeightFile weights;
+    private final LinearFormat format;
     private final GraphBuilder g;
     private final boolean isStatic;
     private final int seq;
@@ -40,31 +41,34 @@ final class DecoderGraph {
     private String sin;
     private String mask;
 
-    private DecoderGraph(ModelConfig c, WeightFile weights, String name, int opset, boolean isStatic, int seq, int context) {
+    private DecoderGraph(ModelConfig c, WeightFile weights, LinearFormat format, String name, int opset, boolean isStatic,
+                         int seq, int context) {
         this.c = c;
         this.weights = weights;
+        this.format = format;
         this.g = new GraphBuilder(name, opset);
+        format.domains().forEach(g::addDomain);
         this.isStatic = isStatic;
         this.seq = seq;
         this.context = context;
     }
 
-    static ModelProto dynamic(ModelConfig c, WeightFile weights, int opset, Map<String, String> metadata) {
-        DecoderGraph d = new DecoderGraph(c, weights, "decoder", opset, false, -1, -1);
+    static ModelProto dynamic(ModelConfig c, WeightFile weights, LinearFormat format, int opset, Map<String, String> metadata) {
+        DecoderGraph d = new DecoderGraph(c, weights, format, "decoder", opset, false, -1, -1);
         return d.emit(metadata);
     }
 
     /** A static graph of {@code seq} new tokens over {@code context} positions. */
-    static ModelProto fixed(ModelConfig c, WeightFile weights, int opset, int seq, int context, String name,
-                            Map<String, String> metadata) {
-        DecoderGraph d = new DecoderGraph(c, weights, name, opset, true, seq, context);
+    static ModelProto fixed(ModelConfig c, WeightFile weights, LinearFormat format, int opset, int seq, int context,
+                            String name, Map<String, String> metadata) {
+        DecoderGraph d = new DecoderGraph(c, weights, format, name, opset, true, seq, context);
         return d.emit(metadata);
     }
 
     private String w(String name) {
         if (declared.add(name)) {
             WeightFile.Stored s = weights.get(name);
-            g.externalInitializer(name, DataType.FLOAT, s.shape(), s.location());
+            g.externalInitializer(name, s.type(), s.shape(), s.location());
         }
         return name;
     }
@@ -168,9 +172,14 @@ final class DecoderGraph {
     }
 
     private String linear(String scope, String x, int layer, Linear which) {
+        String bias = c.attentionBias() && (which == Linear.Q || which == Linear.K || which == Linear.V)
+                ? w(TensorNames.bias(layer, which)) : null;
+        if (format.handles(layer, which)) {
+            return format.emit(g, this::w, scope, x, layer, which, bias);
+        }
         List<String> in = new ArrayList<>(List.of(x, w(TensorNames.weight(layer, which))));
-        if (c.attentionBias() && (which == Linear.Q || which == Linear.K || which == Linear.V)) {
-            in.add(w(TensorNames.bias(layer, which)));
+        if (bias != null) {
+            in.add(bias);
         }
         return g.op(scope, "Gemm", in, Attr.i("transB", 1));
     }

@@ -1,6 +1,9 @@
 package dev.hexforge.onnx.export;
 
 import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.checkpoint.TensorNames;
+import dev.hexforge.checkpoint.TensorNames.Linear;
+import dev.hexforge.onnx.proto.Onnx.TensorProto.DataType;
 import dev.hexforge.forward.Rope;
 import dev.hexforge.onnx.builder.ExternalDataWriter;
 import dev.hexforge.progress.Progress;
@@ -13,7 +16,9 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.Set;
 import java.util.Map;
 
 /**
@@ -27,7 +32,14 @@ public final class WeightFile {
     private static final int PIECE_ELEMENTS = 1 << 19;
 
     /** A tensor stored in the external-data file. */
-    public record Stored(String name, long[] shape, ExternalDataWriter.Location location) {
+    public record Stored(String name, DataType type, long[] shape, ExternalDataWriter.Location location) {
+    }
+
+    /** Records a tensor a {@link LinearFormat} wrote. */
+    public void put(String name, DataType type, long[] shape, ExternalDataWriter.Location location) {
+        if (stored.putIfAbsent(name, new Stored(name, type, shape, location)) != null) {
+            throw new IllegalStateException("weight '" + name + "' written twice");
+        }
     }
 
     private final Map<String, Stored> stored = new LinkedHashMap<>();
@@ -44,9 +56,21 @@ public final class WeightFile {
         return s;
     }
 
-    /** Writes every decoder tensor and the RoPE tables for {@code ropePositions} positions. */
-    public static WeightFile write(Checkpoint ckpt, Path dataFile, int ropePositions, Progress progress) throws IOException {
+    /**
+     * Writes every decoder tensor the format does not handle as float32, then the format's own tensors, then the
+     * RoPE tables for {@code ropePositions} positions.
+     */
+    public static WeightFile write(Checkpoint ckpt, Path dataFile, int ropePositions, LinearFormat format,
+                                   Progress progress) throws IOException {
         WeightFile wf = new WeightFile();
+        Set<String> skipped = new HashSet<>();
+        for (int l = 0; l < ckpt.config().numLayers(); l++) {
+            for (Linear lin : Linear.values()) {
+                if (format.handles(l, lin)) {
+                    skipped.add(TensorNames.weight(l, lin));
+                }
+            }
+        }
         long total = 0;
         for (String name : ckpt.tensors().keySet()) {
             total += ckpt.store().info(name).numel() * 4;
@@ -55,19 +79,23 @@ public final class WeightFile {
         try (ExternalDataWriter out = new ExternalDataWriter(dataFile)) {
             for (Map.Entry<String, long[]> e : ckpt.tensors().entrySet()) {
                 String name = e.getKey();
+                if (skipped.contains(name)) {
+                    continue;
+                }
                 SafetensorsFile file = ckpt.store().file(name);
                 TensorInfo info = file.info(name);
                 ExternalDataWriter.Location loc = info.dtype() == DType.F32
                         ? out.copyFrom(file.channel(), file.dataStart() + info.begin(), info.byteSize())
                         : widen(out, file.bytes(name), info.dtype(), info.numel());
-                wf.stored.put(name, new Stored(name, e.getValue(), loc));
+                wf.put(name, DataType.FLOAT, e.getValue(), loc);
                 done += info.numel() * 4;
                 progress.update("weights", done, total);
             }
+            format.writeWeights(out, wf);
             Rope rope = Rope.of(ckpt.config(), ropePositions);
             long[] shape = {ropePositions, ckpt.config().headDim()};
-            wf.stored.put(ROPE_COS, new Stored(ROPE_COS, shape, out.write(floats(rope.cos()))));
-            wf.stored.put(ROPE_SIN, new Stored(ROPE_SIN, shape, out.write(floats(rope.sin()))));
+            wf.put(ROPE_COS, DataType.FLOAT, shape, out.write(floats(rope.cos())));
+            wf.put(ROPE_SIN, DataType.FLOAT, shape, out.write(floats(rope.sin())));
         }
         return wf;
     }
