@@ -24,7 +24,7 @@ import java.util.stream.IntStream;
 import java.util.stream.Stream;
 
 @Command(name = "bench", mixinStandardHelpOptions = true, description = "Benchmarks that print figures.",
-        subcommands = {BenchCommand.Export.class, BenchCommand.Generate.class})
+        subcommands = {BenchCommand.Export.class, BenchCommand.Generate.class, BenchCommand.Quantize.class})
 final class BenchCommand implements Runnable {
     @Override
     public void run() {
@@ -115,6 +115,40 @@ final class BenchCommand implements Runnable {
                 System.out.printf("decode %d tokens: %.2fs = %.2f tokens/s%n", newTokens, decode, decodeTps);
                 System.out.printf("weights read per token: %.1f MB; decode efficiency: %.0f%% of the bandwidth limit%n",
                         weightBytes / 1e6, 100.0 * decodeTps * weightBytes / bandwidth);
+            }
+            return 0;
+        }
+    }
+
+    @Command(name = "quantize", mixinStandardHelpOptions = true,
+            description = "RTN over every decoder linear on one thread: GB/s of float32 weights processed, peak heap, against measured bandwidth.")
+    static final class Quantize implements Callable<Integer> {
+        @Option(names = "--model", required = true)
+        Path model;
+        @Option(names = "--bits", defaultValue = "8")
+        int bits;
+
+        @Override
+        public Integer call() {
+            double bandwidth = measureBandwidth(1);
+            dev.hexforge.quant.QuantSpec spec = bits == 8 ? dev.hexforge.quant.QuantSpec.int8PerChannel()
+                    : new dev.hexforge.quant.QuantSpec(bits, 128, false);
+            try (Checkpoint ckpt = Checkpoint.open(model)) {
+                long floats = 0;
+                for (int l = 0; l < ckpt.config().numLayers(); l++) {
+                    for (var lin : dev.hexforge.checkpoint.TensorNames.Linear.values()) {
+                        long[] s = ckpt.tensors().get(dev.hexforge.checkpoint.TensorNames.weight(l, lin));
+                        floats += s[0] * s[1];
+                    }
+                }
+                System.gc();
+                resetPeaks();
+                long t0 = System.nanoTime();
+                dev.hexforge.quant.QuantizedModel qm = dev.hexforge.quant.QuantizedModel.rtn(ckpt, spec, java.util.List.of());
+                double secs = (System.nanoTime() - t0) / 1e9;
+                System.out.printf("memory bandwidth (triad, 1 thread): %.1f GB/s%n", bandwidth / 1e9);
+                System.out.printf("rtn %s: %d linears, %.2f GB of float32 weights in %.2fs = %.2f GB/s, peak heap %.0f MB%n",
+                        spec.describe(), qm.linears().size(), floats * 4 / 1e9, secs, floats * 4 / 1e9 / secs, peakHeap() / 1e6);
             }
             return 0;
         }

@@ -10,6 +10,10 @@ import dev.hexforge.onnx.export.DecoderExporter;
 import dev.hexforge.onnx.export.ExportOptions;
 import dev.hexforge.onnx.qnn.QnnPreflight;
 import dev.hexforge.onnx.runtime.OnnxLm;
+import dev.hexforge.quant.QuantSpec;
+import dev.hexforge.quant.QuantizationReport;
+import dev.hexforge.quant.QuantizeOptions;
+import dev.hexforge.quant.QuantizePipeline;
 import dev.hexforge.tokenizer.Tokenizer;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -18,11 +22,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
+import java.util.List;
 import java.util.concurrent.Callable;
 
 @Command(name = "demo", mixinStandardHelpOptions = true,
         description = "Run the demo pipeline on the bundled tiny Qwen2 model: export (dynamic and static), QNN pre-flight, "
-                + "generation and perplexity on ONNX Runtime, checked against the Java reference forward.")
+                + "generation and perplexity on ONNX Runtime checked against the Java reference forward, then INT8 QDQ "
+                + "and INT4 MatMulNBits quantization behind the perplexity gate.")
 final class DemoCommand implements Callable<Integer> {
     @Option(names = "--out", description = "where the artifacts go (default: ~/.hexforge/demo/<time>)")
     Path out;
@@ -77,8 +83,36 @@ final class DemoCommand implements Callable<Integer> {
                 }
             }
         }
+        quantize(src, text);
         System.out.println("artifacts in " + out.toAbsolutePath());
         return 0;
+    }
+
+    /** INT8 QDQ on the static graphs (the NPU path) and INT4 MatMulNBits (the CPU path), each behind the accuracy gate. */
+    private void quantize(Path src, Path text) {
+        ExportOptions staticShapes = ExportOptions.staticShapes(128, 512);
+        QuantizeOptions[] runs = {
+                new QuantizeOptions("rtn", QuantSpec.int8PerChannel(), List.of(), "qdq", staticShapes, text, 128,
+                        QuantizeOptions.DEFAULT_MAX_DELTA_PPL),
+                new QuantizeOptions("rtn", QuantSpec.int4Group128(), List.of(), "matmulnbits", ExportOptions.dynamic(), text, 128,
+                        QuantizeOptions.DEFAULT_MAX_DELTA_PPL)};
+        try (Checkpoint ckpt = Checkpoint.open(src)) {
+            for (QuantizeOptions q : runs) {
+                Path dir = out.resolve("quant-" + q.spec().bits() + "bit-" + q.format());
+                QuantizePipeline.Result r;
+                try (ProgressBar bar = new ProgressBar("quantize")) {
+                    r = QuantizePipeline.run(ckpt, q, dir, bar);
+                }
+                QuantizationReport rep = r.report();
+                System.out.printf("quantize %-8s %s -> %s: ppl %.4f -> %.4f (gate %s), greedy agreement %.0f%%%n",
+                        q.format(), rep.spec(), dir, rep.floatPerplexity(), rep.quantizedPerplexity(),
+                        rep.gatePassed() ? "passed" : "FAILED", rep.greedyAgreement() * 100);
+                if (q.export().variant() == dev.hexforge.onnx.export.Variant.STATIC && !r.outputs().isEmpty()) {
+                    QnnPreflight.Report pre = QnnPreflight.check(r.outputs().get(0).resolve("onnx/prompt.onnx"));
+                    System.out.printf("qnn      %-8s %s%n", "int8 qdq", pre.clean() ? "clean" : pre.problems());
+                }
+            }
+        }
     }
 
     private static String quote(String s) {

@@ -132,4 +132,33 @@ class CliTest {
         assertEquals(4, g.json().path("ids").size());
         assertEquals(1, run("synth", "--preset", "gpt5", "--out", tmp.resolve("s2").toString()).exit());
     }
+
+    @Test
+    void quantizeGatePassesByDefaultAndFailsWhenTight() throws Exception {
+        Path text = tmp.resolve("gate.txt");
+        Files.writeString(text, Files.readString(Fixtures.root().resolve("corpus/eval_en.txt")).substring(0, 8000));
+        Path ok = tmp.resolve("q8");
+        Run r = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--bits", "8", "--format", "both",
+                "--eval", text.toString(), "--out", ok.toString(), "--json");
+        assertEquals(0, r.exit(), r.err());
+        assertTrue(r.json().path("gate_passed").asBoolean());
+        assertTrue(r.json().path("delta_perplexity").asDouble() < 0.5);
+        assertTrue(Files.isRegularFile(ok.resolve("qdq/onnx/model.onnx")));
+        assertTrue(Files.isRegularFile(ok.resolve("matmulnbits/onnx/model.onnx")));
+        JsonNode report = JSON.readTree(ok.resolve("quantization_report.json").toFile());
+        assertEquals(28, report.path("layers").size());
+
+        Path tight = tmp.resolve("q4tight");
+        Run fail = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--bits", "4", "--eval", text.toString(),
+                "--max-delta-ppl", "0.0001", "--out", tight.toString());
+        assertEquals(1, fail.exit());
+        assertTrue(fail.err().contains("accuracy gate failed") && fail.err().contains("worst layers"), fail.err());
+        assertTrue(Files.isRegularFile(tight.resolve("quantization_report.json")));
+        assertFalse(Files.exists(tight.resolve("onnx-model")), "no model behind a failed gate");
+
+        Run awq = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--method", "gptq", "--out", tmp.resolve("g").toString());
+        assertEquals(1, awq.exit());
+        assertTrue(awq.err().contains("not implemented yet"), awq.err());
+        assertFalse(Files.exists(tmp.resolve("g")));
+    }
 }

@@ -1,0 +1,95 @@
+package dev.hexforge.cli;
+
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.onnx.export.ExportOptions;
+import dev.hexforge.onnx.export.Variant;
+import dev.hexforge.quant.QuantSpec;
+import dev.hexforge.quant.QuantizationReport;
+import dev.hexforge.quant.QuantizeOptions;
+import dev.hexforge.quant.QuantizePipeline;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+@Command(name = "quantize", mixinStandardHelpOptions = true,
+        description = "Quantize a Hugging Face folder's linears and export QDQ and/or MatMulNBits ONNX, gated on perplexity.")
+final class QuantizeCommand implements Callable<Integer> {
+    @Option(names = "--model", required = true, description = "Hugging Face model folder")
+    Path model;
+    @Option(names = "--method", defaultValue = "rtn", description = "rtn (default: ${DEFAULT-VALUE})")
+    String method;
+    @Option(names = "--bits", defaultValue = "8", description = "2-8 (default: ${DEFAULT-VALUE})")
+    int bits;
+    @Option(names = "--group", description = "input columns per scale; 0 = per channel (default: 0 for 8 bits, 128 otherwise)")
+    Integer group;
+    @Option(names = "--sym", description = "symmetric (default for 8 bits)")
+    boolean sym;
+    @Option(names = "--asym", description = "asymmetric with zero points (default below 8 bits)")
+    boolean asym;
+    @Option(names = "--keep", split = ",", description = "module patterns kept in float, e.g. q_proj,v_proj")
+    List<String> keep = List.of();
+    @Option(names = "--format", defaultValue = "qdq", description = "qdq, matmulnbits or both (default: ${DEFAULT-VALUE})")
+    String format;
+    @Option(names = "--variant", defaultValue = "dynamic", description = "dynamic or static (default: ${DEFAULT-VALUE})")
+    String variant;
+    @Option(names = "--seq", defaultValue = "128")
+    int seq;
+    @Option(names = "--ctx", defaultValue = "512")
+    int ctx;
+    @Option(names = "--eval", description = "text scored for the accuracy gate (perplexity, float vs quantized)")
+    Path eval;
+    @Option(names = "--window", defaultValue = "128")
+    int window;
+    @Option(names = "--max-delta-ppl", defaultValue = "0.5", description = "gate: largest allowed perplexity rise (default: ${DEFAULT-VALUE})")
+    double maxDeltaPpl;
+    @Option(names = "--out", required = true)
+    Path out;
+    @Option(names = "--json", description = "print the report as one JSON object")
+    boolean json;
+
+    @Override
+    public Integer call() {
+        if (sym && asym) {
+            throw new IllegalArgumentException("--sym and --asym contradict each other");
+        }
+        boolean symmetric = sym || (!asym && bits == 8);
+        int groupSize = group != null ? group : (bits == 8 ? 0 : 128);
+        Variant v = variant.equalsIgnoreCase("static") ? Variant.STATIC : Variant.DYNAMIC;
+        if (!variant.equalsIgnoreCase("static") && !variant.equalsIgnoreCase("dynamic")) {
+            throw new IllegalArgumentException("--variant must be dynamic or static, got '" + variant + "'");
+        }
+        ExportOptions export = new ExportOptions(v, seq, ctx, ExportOptions.DEFAULT_OPSET);
+        QuantizeOptions opt = new QuantizeOptions(method.toLowerCase(), new QuantSpec(bits, groupSize, symmetric), keep,
+                format.toLowerCase(), export, eval, window, maxDeltaPpl);
+        QuantizePipeline.Result r;
+        try (Checkpoint ckpt = Checkpoint.open(model); ProgressBar bar = new ProgressBar("quantize")) {
+            r = QuantizePipeline.run(ckpt, opt, out, bar);
+        }
+        QuantizationReport rep = r.report();
+        if (json) {
+            new Json().put("gate_passed", rep.gatePassed()).put("float_perplexity", rep.floatPerplexity())
+                    .put("quantized_perplexity", rep.quantizedPerplexity()).put("delta_perplexity", rep.deltaPerplexity())
+                    .put("greedy_agreement", rep.greedyAgreement()).put("outputs", r.outputs().stream().map(Path::toString).toList())
+                    .put("report", out.resolve(QuantizePipeline.REPORT).toString()).put("worst_layers", rep.worstLayers()).print();
+        } else {
+            System.out.printf("%s %s: %d linears quantized, greedy agreement %.0f%%%n", rep.method(), rep.spec(),
+                    rep.layers().size(), rep.greedyAgreement() * 100);
+            if (eval != null) {
+                System.out.printf("perplexity %.4f -> %.4f (delta %.4f, limit %.4f)%n", rep.floatPerplexity(),
+                        rep.quantizedPerplexity(), rep.deltaPerplexity(), rep.maxDeltaPerplexity());
+            }
+            r.outputs().forEach(o -> System.out.println("wrote " + o));
+            System.out.println("report " + out.resolve(QuantizePipeline.REPORT));
+        }
+        if (!rep.gatePassed()) {
+            System.err.printf("hexforge: error: accuracy gate failed: perplexity rose by %.4f, more than the allowed %.4f; "
+                    + "worst layers: %s. No model was written; see %s%n", rep.deltaPerplexity(), rep.maxDeltaPerplexity(),
+                    rep.worstLayers(), out.resolve(QuantizePipeline.REPORT));
+            return 1;
+        }
+        return 0;
+    }
+}

@@ -1,0 +1,163 @@
+package dev.hexforge.quant;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.eval.Perplexity;
+import dev.hexforge.forward.DecoderForward;
+import dev.hexforge.forward.DecoderWeights;
+import dev.hexforge.generate.Generator;
+import dev.hexforge.onnx.export.DecoderExporter;
+import dev.hexforge.onnx.export.LinearFormat;
+import dev.hexforge.progress.Progress;
+import dev.hexforge.quant.onnx.MatMulNBitsFormat;
+import dev.hexforge.quant.onnx.QdqFormat;
+import dev.hexforge.tokenizer.Tokenizer;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The quantize pass: quantize the checkpoint's linears, measure the accuracy cost (perplexity of the float and
+ * fake-quantized Java forward on the evaluation text, greedy agreement on fixed prompts), apply the gate, and only
+ * when it passes export the quantized ONNX model(s). The report is written either way.
+ */
+public final class QuantizePipeline {
+    public static final String REPORT = "quantization_report.json";
+    private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+    private static final List<String> AGREEMENT_PROMPTS = List.of(
+            "First Citizen:\nBefore we proceed any further, hear me speak.\n\n",
+            "ROMEO:\nBut soft, what light through yonder window breaks?\n",
+            "子曰：学而时习之，不亦说乎？",
+            "<|im_start|>user\nContinue the text.<|im_end|>\n<|im_start|>assistant\n");
+
+    /** The outcome: the report, and the export folders written (none when the gate failed). */
+    public record Result(QuantizationReport report, List<Path> outputs) {
+    }
+
+    private QuantizePipeline() {
+    }
+
+    public static Result run(Checkpoint ckpt, QuantizeOptions opt, Path out, Progress progress) {
+        long t0 = System.nanoTime();
+        if (Files.exists(out)) {
+            try (var s = Files.list(out)) {
+                if (s.findAny().isPresent()) {
+                    throw new QuantizationException(out + " already exists and is not empty");
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+        progress.update("quantize", 0, 3);
+        QuantizedModel qm = QuantizedModel.rtn(ckpt, opt.spec(), opt.keep());
+        if (qm.linears().isEmpty()) {
+            throw new QuantizationException("every linear matched a --keep pattern " + opt.keep() + "; nothing to quantize");
+        }
+        List<QuantizationReport.LayerReport> layers = new ArrayList<>();
+        for (Map.Entry<String, QuantizedLinear> e : qm.linears().entrySet()) {
+            layers.add(layerReport(e.getKey(), ckpt.floats(e.getKey()), e.getValue()));
+        }
+        progress.update("evaluate", 1, 3);
+        DecoderWeights base = DecoderWeights.load(ckpt);
+        DecoderForward fp = new DecoderForward(base);
+        DecoderForward quant = new DecoderForward(qm.fakeQuantized(base));
+        double fpPpl = Double.NaN;
+        double qPpl = Double.NaN;
+        double agreement;
+        try (Tokenizer tok = Tokenizer.load(ckpt.dir())) {
+            if (opt.evalText() != null) {
+                int[] ids = tok.encode(readText(opt.evalText()));
+                int window = Math.min(opt.evalWindow(), ckpt.config().maxPositionEmbeddings());
+                fpPpl = Perplexity.evaluate(fp, ids, window, null).perplexity();
+                qPpl = Perplexity.evaluate(quant, ids, window, null).perplexity();
+            }
+            agreement = greedyAgreement(fp, quant, tok);
+        }
+        double delta = qPpl - fpPpl;
+        boolean passed = opt.evalText() == null || delta <= opt.maxDeltaPpl();
+        List<String> worst = layers.stream().sorted(Comparator.comparingDouble(QuantizationReport.LayerReport::relativeError).reversed())
+                .limit(5).map(l -> l.name() + String.format(" (rel. error %.4f)", l.relativeError())).toList();
+        List<Path> outputs = new ArrayList<>();
+        try {
+            Files.createDirectories(out);
+            if (passed) {
+                progress.update("export", 2, 3);
+                List<String> formats = opt.format().equals("both") ? List.of("qdq", "matmulnbits") : List.of(opt.format());
+                for (String f : formats) {
+                    LinearFormat format = f.equals("qdq") ? new QdqFormat(qm) : new MatMulNBitsFormat(qm);
+                    Path dir = formats.size() == 1 ? out.resolve("onnx-model") : out.resolve(f);
+                    DecoderExporter.export(ckpt, dir, opt.export(), format, Progress.NONE);
+                    outputs.add(dir);
+                }
+            }
+            QuantizationReport report = new QuantizationReport(opt.method(), opt.spec().describe(), opt.keep(), layers,
+                    fpPpl, qPpl, delta, opt.maxDeltaPpl(), passed, agreement, worst, (System.nanoTime() - t0) / 1e9);
+            JSON.writeValue(out.resolve(REPORT).toFile(), report);
+            progress.update("done", 3, 3);
+            return new Result(report, outputs);
+        } catch (IOException e) {
+            throw new UncheckedIOException("writing " + out + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static String readText(Path p) {
+        try {
+            String s = Files.readString(p);
+            if (s.isBlank()) {
+                throw new QuantizationException(p + ": the evaluation text is empty");
+            }
+            return s;
+        } catch (java.nio.charset.MalformedInputException e) {
+            throw new QuantizationException(p + " is not valid UTF-8 text");
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    static double greedyAgreement(DecoderForward fp, DecoderForward quant, Tokenizer tok) {
+        int same = 0;
+        int total = 0;
+        for (String prompt : AGREEMENT_PROMPTS) {
+            int[] ids = tok.encode(prompt);
+            int[] a = Generator.generate(fp, ids, Generator.Options.greedy(16), null);
+            int[] b = Generator.generate(quant, ids, Generator.Options.greedy(16), null);
+            for (int i = 0; i < a.length; i++) {
+                if (a[i] != b[i]) {
+                    break;
+                }
+                same++;
+            }
+            total += a.length;
+        }
+        return (double) same / total;
+    }
+
+    static QuantizationReport.LayerReport layerReport(String name, float[] w, QuantizedLinear q) {
+        float[] d = q.dequantize();
+        double err = 0;
+        double norm = 0;
+        for (int i = 0; i < w.length; i++) {
+            double diff = w[i] - d[i];
+            err += diff * diff;
+            norm += (double) w[i] * w[i];
+        }
+        float min = Float.POSITIVE_INFINITY;
+        float max = 0;
+        double sum = 0;
+        for (float s : q.scales()) {
+            min = Math.min(min, s);
+            max = Math.max(max, s);
+            sum += s;
+        }
+        QuantSpec s = q.spec();
+        return new QuantizationReport.LayerReport(name, s.bits(), s.groupSize(), s.symmetric(), min, max,
+                sum / q.scales().length, norm == 0 ? 0 : Math.sqrt(err / norm));
+    }
+}
