@@ -26,6 +26,14 @@ public final class DecoderWeights {
             this.biases = biases;
         }
 
+        public float[] inputNorm() {
+            return inputNorm;
+        }
+
+        public float[] postAttentionNorm() {
+            return postAttentionNorm;
+        }
+
         public float[] weight(Linear l) {
             return weights.get(l);
         }

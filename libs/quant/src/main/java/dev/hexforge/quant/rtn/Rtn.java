@@ -1,5 +1,6 @@
 package dev.hexforge.quant.rtn;
 
+import dev.hexforge.quant.GroupQuantizer;
 import dev.hexforge.quant.QuantSpec;
 import dev.hexforge.quant.QuantizedLinear;
 
@@ -23,47 +24,27 @@ public final class Rtn {
         byte[] q = new byte[out * in];
         float[] scales = new float[out * groups];
         byte[] zeros = spec.symmetric() ? null : new byte[out * groups];
-        int maxQ = spec.maxQ();
         for (int o = 0; o < out; o++) {
             int row = o * in;
             for (int grp = 0; grp < groups; grp++) {
                 int from = grp * g;
                 int to = Math.min(in, from + g);
-                if (spec.symmetric()) {
-                    float amax = 0f;
-                    for (int i = from; i < to; i++) {
-                        amax = Math.max(amax, Math.abs(w[row + i]));
-                    }
-                    float scale = amax == 0f ? 1f : amax / maxQ;
-                    scales[o * groups + grp] = scale;
-                    for (int i = from; i < to; i++) {
-                        q[row + i] = (byte) clamp(round(w[row + i] / scale), -maxQ, maxQ);
-                    }
-                } else {
-                    float max = Float.NEGATIVE_INFINITY;
-                    float min = Float.POSITIVE_INFINITY;
-                    for (int i = from; i < to; i++) {
-                        max = Math.max(max, w[row + i]);
-                        min = Math.min(min, w[row + i]);
-                    }
-                    float scale = Math.max(max - min, 1e-5f) / maxQ;
-                    int zero = clamp(-round(min / scale), 0, maxQ);
-                    scales[o * groups + grp] = scale;
-                    zeros[o * groups + grp] = (byte) zero;
-                    for (int i = from; i < to; i++) {
-                        q[row + i] = (byte) clamp(round(w[row + i] / scale) + zero, 0, maxQ);
-                    }
+                float max = Float.NEGATIVE_INFINITY;
+                float min = Float.POSITIVE_INFINITY;
+                for (int i = from; i < to; i++) {
+                    max = Math.max(max, w[row + i]);
+                    min = Math.min(min, w[row + i]);
+                }
+                GroupQuantizer.Params p = GroupQuantizer.fit(min, max, spec);
+                scales[o * groups + grp] = p.scale();
+                if (zeros != null) {
+                    zeros[o * groups + grp] = (byte) p.zero();
+                }
+                for (int i = from; i < to; i++) {
+                    q[row + i] = (byte) GroupQuantizer.quantize(w[row + i], p, spec);
                 }
             }
         }
         return new QuantizedLinear(out, in, spec, q, scales, zeros);
-    }
-
-    static int round(float v) {
-        return (int) Math.rint(v);
-    }
-
-    static int clamp(int v, int lo, int hi) {
-        return Math.max(lo, Math.min(hi, v));
     }
 }

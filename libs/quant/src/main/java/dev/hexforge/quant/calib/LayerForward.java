@@ -1,0 +1,175 @@
+package dev.hexforge.quant.calib;
+
+import dev.hexforge.checkpoint.ModelConfig;
+import dev.hexforge.checkpoint.TensorNames.Linear;
+import dev.hexforge.forward.Rope;
+import dev.hexforge.forward.TensorOps;
+
+/**
+ * One decoder layer over whole sequences (no cache), exposing the input of every linear: what calibration-based
+ * quantizers need. Same math as the reference forward.
+ */
+public final class LayerForward {
+    private final ModelConfig c;
+    private final TensorOps ops;
+    private final Rope rope;
+
+    /** Inputs of the layer's linears and its output for one sequence of {@code length} tokens, row-major. */
+    public record Trace(int length, float[] normed1, float[] attnContext, float[] normed2, float[] mlpHidden, float[] output) {
+        /** The input rows of a linear: [length, in]. */
+        public float[] inputOf(Linear l) {
+            return switch (l) {
+                case Q, K, V -> normed1;
+                case O -> attnContext;
+                case GATE, UP -> normed2;
+                case DOWN -> mlpHidden;
+            };
+        }
+    }
+
+    public LayerForward(ModelConfig c, TensorOps ops) {
+        this.c = c;
+        this.ops = ops;
+        this.rope = Rope.of(c, c.maxPositionEmbeddings());
+    }
+
+    public ModelConfig config() {
+        return c;
+    }
+
+    public TensorOps ops() {
+        return ops;
+    }
+
+    /** [rows, out] = x [rows, in] · Wᵀ (+ b). */
+    public float[] linear(float[] x, int rows, float[] w, float[] b, int out, int in) {
+        float[] y = new float[rows * out];
+        for (int r = 0; r < rows; r++) {
+            ops.matVec(w, out, in, x, r * in, y, r * out);
+            if (b != null) {
+                for (int o = 0; o < out; o++) {
+                    y[r * out + o] += b[o];
+                }
+            }
+        }
+        return y;
+    }
+
+    public float[] rmsNorm(float[] x, int rows, float[] weight) {
+        int h = weight.length;
+        float[] out = new float[x.length];
+        for (int r = 0; r < rows; r++) {
+            double ss = 0;
+            for (int i = 0; i < h; i++) {
+                float v = x[r * h + i];
+                ss += (double) v * v;
+            }
+            float inv = (float) (1.0 / Math.sqrt((float) (ss / h) + (float) c.rmsNormEps()));
+            for (int i = 0; i < h; i++) {
+                out[r * h + i] = weight[i] * (x[r * h + i] * inv);
+            }
+        }
+        return out;
+    }
+
+    /** Causal GQA attention from projected q [L, qSize], k, v [L, kvSize] (before RoPE); returns the context [L, qSize]. */
+    public float[] attention(float[] q, float[] k, float[] v, int len) {
+        int d = c.headDim();
+        int qs = c.qSize();
+        int kvs = c.kvSize();
+        q = q.clone();
+        k = k.clone();
+        for (int t = 0; t < len; t++) {
+            for (int h = 0; h < c.numHeads(); h++) {
+                rope.apply(q, t * qs + h * d, t);
+            }
+            for (int h = 0; h < c.numKvHeads(); h++) {
+                rope.apply(k, t * kvs + h * d, t);
+            }
+        }
+        float scale = (float) (1.0 / Math.sqrt(d));
+        float[] ctx = new float[len * qs];
+        float[] scores = new float[len];
+        for (int t = 0; t < len; t++) {
+            for (int h = 0; h < c.numHeads(); h++) {
+                int kvOff = (h / c.groupSize()) * d;
+                float max = Float.NEGATIVE_INFINITY;
+                for (int j = 0; j <= t; j++) {
+                    scores[j] = ops.dot(q, t * qs + h * d, k, j * kvs + kvOff, d) * scale;
+                    max = Math.max(max, scores[j]);
+                }
+                float sum = 0;
+                for (int j = 0; j <= t; j++) {
+                    scores[j] = (float) Math.exp(scores[j] - max);
+                    sum += scores[j];
+                }
+                for (int j = 0; j <= t; j++) {
+                    ops.axpy(scores[j] / sum, v, j * kvs + kvOff, ctx, t * qs + h * d, d);
+                }
+            }
+        }
+        return ctx;
+    }
+
+    public float[] swiglu(float[] gate, float[] up) {
+        float[] out = new float[gate.length];
+        for (int i = 0; i < gate.length; i++) {
+            float g = gate[i];
+            out[i] = g / (1f + (float) Math.exp(-g)) * up[i];
+        }
+        return out;
+    }
+
+    /** Runs the layer on hidden states x [len, hidden]. */
+    public Trace run(LayerParams p, float[] x, int len) {
+        return run(p, x, len, null);
+    }
+
+    /**
+     * Runs the layer only as far as the input of {@code upTo} (the whole layer when null); later fields of the
+     * trace are null.
+     */
+    public Trace run(LayerParams p, float[] x, int len, Linear upTo) {
+        int h = c.hiddenSize();
+        float[] n1 = rmsNorm(x, len, p.inputNorm);
+        if (upTo == Linear.Q || upTo == Linear.K || upTo == Linear.V) {
+            return new Trace(len, n1, null, null, null, null);
+        }
+        float[] q = linear(n1, len, p.weights.get(Linear.Q), p.biases.get(Linear.Q), c.qSize(), h);
+        float[] k = linear(n1, len, p.weights.get(Linear.K), p.biases.get(Linear.K), c.kvSize(), h);
+        float[] v = linear(n1, len, p.weights.get(Linear.V), p.biases.get(Linear.V), c.kvSize(), h);
+        float[] ctx = attention(q, k, v, len);
+        if (upTo == Linear.O) {
+            return new Trace(len, n1, ctx, null, null, null);
+        }
+        float[] o = linear(ctx, len, p.weights.get(Linear.O), null, h, c.qSize());
+        float[] x2 = new float[x.length];
+        for (int i = 0; i < x.length; i++) {
+            x2[i] = x[i] + o[i];
+        }
+        float[] n2 = rmsNorm(x2, len, p.postAttentionNorm);
+        if (upTo == Linear.GATE || upTo == Linear.UP) {
+            return new Trace(len, n1, ctx, n2, null, null);
+        }
+        int inter = c.intermediateSize();
+        float[] act = swiglu(linear(n2, len, p.weights.get(Linear.GATE), null, inter, h),
+                linear(n2, len, p.weights.get(Linear.UP), null, inter, h));
+        if (upTo == Linear.DOWN) {
+            return new Trace(len, n1, ctx, n2, act, null);
+        }
+        float[] down = linear(act, len, p.weights.get(Linear.DOWN), null, h, inter);
+        for (int i = 0; i < x2.length; i++) {
+            x2[i] += down[i];
+        }
+        return new Trace(len, n1, ctx, n2, act, x2);
+    }
+
+    /** Embeddings of a token sequence: the input of layer 0. */
+    public static float[] embed(float[] table, int hidden, int[] ids) {
+        float[] x = new float[ids.length * hidden];
+        for (int t = 0; t < ids.length; t++) {
+            System.arraycopy(table, ids[t] * hidden, x, t * hidden, hidden);
+        }
+        return x;
+    }
+}

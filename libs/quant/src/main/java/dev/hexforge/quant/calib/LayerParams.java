@@ -1,0 +1,28 @@
+package dev.hexforge.quant.calib;
+
+import dev.hexforge.checkpoint.TensorNames.Linear;
+import dev.hexforge.forward.DecoderWeights;
+
+import java.util.EnumMap;
+import java.util.Map;
+
+/** One decoder layer's weights as a working copy that a quantizer may change (weights, norms) while it runs. */
+public final class LayerParams {
+    public float[] inputNorm;
+    public float[] postAttentionNorm;
+    public final Map<Linear, float[]> weights = new EnumMap<>(Linear.class);
+    public final Map<Linear, float[]> biases = new EnumMap<>(Linear.class);
+
+    public static LayerParams copyOf(DecoderWeights.Layer l) {
+        LayerParams p = new LayerParams();
+        p.inputNorm = l.inputNorm().clone();
+        p.postAttentionNorm = l.postAttentionNorm().clone();
+        for (Linear lin : Linear.values()) {
+            p.weights.put(lin, l.weight(lin).clone());
+            if (l.bias(lin) != null) {
+                p.biases.put(lin, l.bias(lin).clone());
+            }
+        }
+        return p;
+    }
+}

@@ -1,0 +1,92 @@
+package dev.hexforge.quant.gptq;
+
+import dev.hexforge.checkpoint.ModelConfig;
+import dev.hexforge.checkpoint.TensorNames;
+import dev.hexforge.checkpoint.TensorNames.Linear;
+import dev.hexforge.forward.DecoderWeights;
+import dev.hexforge.forward.TensorOps;
+import dev.hexforge.progress.Progress;
+import dev.hexforge.quant.QuantSpec;
+import dev.hexforge.quant.QuantizedLinear;
+import dev.hexforge.quant.QuantizedModel;
+import dev.hexforge.quant.calib.CalibrationSet;
+import dev.hexforge.quant.calib.LayerForward;
+import dev.hexforge.quant.calib.LayerParams;
+import dev.hexforge.quant.rtn.Rtn;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * GPTQ over a whole decoder: layers in order; inside a layer the subsets [k, v, q], [o], [up, gate], [down] in
+ * turn, each seeing inputs produced by the already-quantized subsets before it; the quantized layer's output feeds
+ * the next layer. Records, per linear, the calibration output error of GPTQ and of RTN at the same spec.
+ */
+public final class GptqRunner {
+    private static final List<List<Linear>> SUBSETS = List.of(
+            List.of(Linear.K, Linear.V, Linear.Q), List.of(Linear.O), List.of(Linear.UP, Linear.GATE), List.of(Linear.DOWN));
+
+    /** Output error on the calibration inputs (Σ δ H δᵀ) of GPTQ and of plain RTN for one linear. */
+    public record LayerError(String name, double gptq, double rtn) {
+        public double reduction() {
+            return rtn == 0 ? 0 : 1 - gptq / rtn;
+        }
+    }
+
+    public record Result(QuantizedModel model, List<LayerError> errors) {
+    }
+
+    private GptqRunner() {
+    }
+
+    public static Result run(DecoderWeights base, CalibrationSet calib, QuantSpec spec, Gptq.Options opt, List<String> keep,
+                             Progress progress) {
+        ModelConfig c = base.config();
+        LayerForward lf = new LayerForward(c, TensorOps.best());
+        List<float[]> xs = new ArrayList<>();
+        for (int[] seq : calib.sequences()) {
+            xs.add(LayerForward.embed(base.embed(), c.hiddenSize(), seq));
+        }
+        Map<String, QuantizedLinear> out = new LinkedHashMap<>();
+        List<LayerError> errors = new ArrayList<>();
+        for (int l = 0; l < c.numLayers(); l++) {
+            LayerParams p = LayerParams.copyOf(base.layer(l));
+            for (List<Linear> subset : SUBSETS) {
+                Hessian hs = null;
+                for (int s = 0; s < xs.size(); s++) {
+                    int len = calib.sequences().get(s).length;
+                    LayerForward.Trace t = lf.run(p, xs.get(s), len, subset.get(0));
+                    float[] in = t.inputOf(subset.get(0));
+                    if (hs == null) {
+                        hs = new Hessian(in.length / len);
+                    }
+                    hs.add(in, len);
+                }
+                double[] h = hs.matrix();
+                for (Linear lin : subset) {
+                    String name = TensorNames.weight(l, lin);
+                    if (keep.stream().anyMatch(name::contains)) {
+                        continue;
+                    }
+                    float[] w = p.weights.get(lin);
+                    int rows = w.length / (h.length == 0 ? 1 : (int) Math.round(Math.sqrt(h.length)));
+                    int cols = w.length / rows;
+                    QuantizedLinear q = Gptq.quantize(w, rows, cols, h, spec, opt);
+                    float[] deq = q.dequantize();
+                    float[] rtn = Rtn.quantize(w, rows, cols, spec).dequantize();
+                    errors.add(new LayerError(name, Hessian.outputError(w, deq, rows, cols, h),
+                            Hessian.outputError(w, rtn, rows, cols, h)));
+                    p.weights.put(lin, deq);
+                    out.put(name, q);
+                }
+            }
+            for (int s = 0; s < xs.size(); s++) {
+                xs.set(s, lf.run(p, xs.get(s), calib.sequences().get(s).length).output());
+            }
+            progress.update("gptq layer " + (l + 1) + "/" + c.numLayers(), l + 1, c.numLayers());
+        }
+        return new Result(new QuantizedModel(c, spec, out), errors);
+    }
+}
