@@ -22,7 +22,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
-import java.util.List;
 import java.util.concurrent.Callable;
 
 @Command(name = "demo", mixinStandardHelpOptions = true,
@@ -92,10 +91,8 @@ final class DemoCommand implements Callable<Integer> {
     private void quantize(Path src, Path text) {
         ExportOptions staticShapes = ExportOptions.staticShapes(128, 512);
         QuantizeOptions[] runs = {
-                new QuantizeOptions("rtn", QuantSpec.int8PerChannel(), List.of(), "qdq", staticShapes, text, 128,
-                        QuantizeOptions.DEFAULT_MAX_DELTA_PPL),
-                new QuantizeOptions("rtn", QuantSpec.int4Group128(), List.of(), "matmulnbits", ExportOptions.dynamic(), text, 128,
-                        QuantizeOptions.DEFAULT_MAX_DELTA_PPL)};
+                QuantizeOptions.rtn(QuantSpec.int8PerChannel(), "qdq", staticShapes, text),
+                QuantizeOptions.rtn(QuantSpec.int4Group128(), "matmulnbits", ExportOptions.dynamic(), text)};
         try (Checkpoint ckpt = Checkpoint.open(src)) {
             for (QuantizeOptions q : runs) {
                 Path dir = out.resolve("quant-" + q.spec().bits() + "bit-" + q.format());

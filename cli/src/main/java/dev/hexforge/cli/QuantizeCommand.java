@@ -7,6 +7,7 @@ import dev.hexforge.quant.QuantSpec;
 import dev.hexforge.quant.QuantizationReport;
 import dev.hexforge.quant.QuantizeOptions;
 import dev.hexforge.quant.QuantizePipeline;
+import dev.hexforge.quant.gptq.Gptq;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -19,8 +20,18 @@ import java.util.concurrent.Callable;
 final class QuantizeCommand implements Callable<Integer> {
     @Option(names = "--model", required = true, description = "Hugging Face model folder")
     Path model;
-    @Option(names = "--method", defaultValue = "rtn", description = "rtn (default: ${DEFAULT-VALUE})")
+    @Option(names = "--method", defaultValue = "rtn", description = "rtn or gptq (default: ${DEFAULT-VALUE})")
     String method;
+    @Option(names = "--calib", description = "calibration JSONL ({\"text\": ...} or {\"messages\": [...]}); needed by gptq")
+    Path calib;
+    @Option(names = "--samples", defaultValue = "128", description = "calibration samples (default: ${DEFAULT-VALUE})")
+    int samples;
+    @Option(names = "--calib-len", defaultValue = "512", description = "tokens per calibration sample, capped at the model's context (default: ${DEFAULT-VALUE})")
+    int calibLen;
+    @Option(names = "--seed", defaultValue = "0", description = "calibration sampling seed (default: ${DEFAULT-VALUE})")
+    long seed;
+    @Option(names = "--act-order", description = "GPTQ: quantize columns by decreasing Hessian diagonal (static groups)")
+    boolean actOrder;
     @Option(names = "--bits", defaultValue = "8", description = "2-8 (default: ${DEFAULT-VALUE})")
     int bits;
     @Option(names = "--group", description = "input columns per scale; 0 = per channel (default: 0 for 8 bits, 128 otherwise)")
@@ -62,13 +73,15 @@ final class QuantizeCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--variant must be dynamic or static, got '" + variant + "'");
         }
         ExportOptions export = new ExportOptions(v, seq, ctx, ExportOptions.DEFAULT_OPSET);
+        QuantizeOptions.Calibration cal = calib == null ? null : new QuantizeOptions.Calibration(calib, samples, calibLen, seed);
         QuantizeOptions opt = new QuantizeOptions(method.toLowerCase(), new QuantSpec(bits, groupSize, symmetric), keep,
-                format.toLowerCase(), export, eval, window, maxDeltaPpl);
+                format.toLowerCase(), export, cal, new Gptq.Options(128, 0.01, actOrder), eval, window, maxDeltaPpl);
         QuantizePipeline.Result r;
         try (Checkpoint ckpt = Checkpoint.open(model); ProgressBar bar = new ProgressBar("quantize")) {
             r = QuantizePipeline.run(ckpt, opt, out, bar);
         }
         QuantizationReport rep = r.report();
+        rep.warnings().forEach(w -> System.err.println("warning: " + w));
         if (json) {
             new Json().put("gate_passed", rep.gatePassed()).put("float_perplexity", rep.floatPerplexity())
                     .put("quantized_perplexity", rep.quantizedPerplexity()).put("delta_perplexity", rep.deltaPerplexity())
@@ -77,7 +90,7 @@ final class QuantizeCommand implements Callable<Integer> {
         } else {
             System.out.printf("%s %s: %d linears quantized, greedy agreement %.0f%%%n", rep.method(), rep.spec(),
                     rep.layers().size(), rep.greedyAgreement() * 100);
-            if (eval != null) {
+            if (rep.quantizedPerplexity() != null) {
                 System.out.printf("perplexity %.4f -> %.4f (delta %.4f, limit %.4f)%n", rep.floatPerplexity(),
                         rep.quantizedPerplexity(), rep.deltaPerplexity(), rep.maxDeltaPerplexity());
             }

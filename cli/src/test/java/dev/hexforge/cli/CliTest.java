@@ -156,9 +156,40 @@ class CliTest {
         assertTrue(Files.isRegularFile(tight.resolve("quantization_report.json")));
         assertFalse(Files.exists(tight.resolve("onnx-model")), "no model behind a failed gate");
 
-        Run awq = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--method", "gptq", "--out", tmp.resolve("g").toString());
+        Run awq = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--method", "awq", "--out", tmp.resolve("g").toString());
         assertEquals(1, awq.exit());
         assertTrue(awq.err().contains("not implemented yet"), awq.err());
         assertFalse(Files.exists(tmp.resolve("g")));
+        Run noCalib = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--method", "gptq", "--out", tmp.resolve("g").toString());
+        assertTrue(noCalib.err().contains("--calib"), noCalib.err());
+
+        Path emptyCalib = tmp.resolve("empty.jsonl");
+        Files.writeString(emptyCalib, "\n\n");
+        Run empty = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--method", "gptq", "--calib", emptyCalib.toString(),
+                "--out", tmp.resolve("g2").toString());
+        assertEquals(1, empty.exit());
+        assertTrue(empty.err().contains("no samples"), empty.err());
+        Path badCalib = tmp.resolve("bad.jsonl");
+        Files.writeString(badCalib, "{\"text\": \"fine\"}\n{not json\n");
+        Run bad = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--method", "gptq", "--calib", badCalib.toString(),
+                "--out", tmp.resolve("g3").toString());
+        assertTrue(bad.err().contains("line 2") && bad.err().contains("not valid JSON"), bad.err());
+        assertFalse(Files.exists(tmp.resolve("g3")), "nothing left behind on bad input");
+    }
+
+    @Test
+    void gptqQuantizeWithCalibrationReportsCoverageAndOutputErrors() throws Exception {
+        Path out = tmp.resolve("gptq");
+        Run r = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--method", "gptq", "--bits", "4",
+                "--calib", Fixtures.root().resolve("calib.jsonl").toString(), "--samples", "32", "--calib-len", "128",
+                "--format", "matmulnbits", "--out", out.toString(), "--json");
+        assertEquals(0, r.exit(), r.err());
+        JsonNode report = JSON.readTree(out.resolve("quantization_report.json").toFile());
+        assertEquals(32, report.path("calibration").path("samples").asInt());
+        assertTrue(report.path("calibration").path("scriptShare").has("Latin"));
+        for (JsonNode layer : report.path("layers")) {
+            assertTrue(layer.path("outputError").asDouble() <= layer.path("rtnOutputError").asDouble() * (1 + 1e-9), layer.toString());
+        }
+        assertTrue(Files.isRegularFile(out.resolve("onnx-model/onnx/model.onnx")));
     }
 }

@@ -1,22 +1,28 @@
 package dev.hexforge.quant;
 
+import dev.hexforge.quant.calib.CoverageReport;
+
 import java.util.List;
 
 /**
  * What a quantization run did and what it cost in accuracy: written as {@code quantization_report.json}.
+ * Perplexity fields are null when no evaluation text was given.
  *
- * @param layers           per quantized linear: spec, scale statistics and weight reconstruction error
- * @param floatPerplexity  of the unquantized model on the evaluation text (NaN when no text was given)
- * @param greedyAgreement  fraction of greedy tokens on fixed prompts equal between float and quantized models
- * @param gatePassed       ΔPPL within the limit (true when no text was given)
+ * @param layers          per quantized linear: spec, scale statistics and reconstruction errors
+ * @param greedyAgreement fraction of greedy tokens, on fixed prompts, produced before float and quantized diverge
+ * @param gatePassed      ΔPPL within the limit (true when no text was given)
  */
-public record QuantizationReport(String method, String spec, List<String> kept, List<LayerReport> layers,
-                                 double floatPerplexity, double quantizedPerplexity, double deltaPerplexity,
-                                 double maxDeltaPerplexity, boolean gatePassed, double greedyAgreement,
-                                 List<String> worstLayers, double seconds) {
+public record QuantizationReport(String method, String spec, List<String> kept, CoverageReport calibration,
+                                 List<String> warnings, List<LayerReport> layers, Double floatPerplexity,
+                                 Double quantizedPerplexity, Double deltaPerplexity, double maxDeltaPerplexity,
+                                 boolean gatePassed, double greedyAgreement, List<String> worstLayers, double seconds) {
 
-    /** @param relativeError ‖W − W'‖ / ‖W‖ */
+    /**
+     * @param relativeError    ‖W − W'‖ / ‖W‖
+     * @param outputError      calibration output error Σ δ H δᵀ (null without calibration)
+     * @param rtnOutputError   the same for plain RTN at this spec, for comparison (null without calibration)
+     */
     public record LayerReport(String name, int bits, int groupSize, boolean symmetric, float scaleMin, float scaleMax,
-                              double scaleMean, double relativeError) {
+                              double scaleMean, double relativeError, Double outputError, Double rtnOutputError) {
     }
 }

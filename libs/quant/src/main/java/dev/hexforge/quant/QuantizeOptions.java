@@ -1,6 +1,7 @@
 package dev.hexforge.quant;
 
 import dev.hexforge.onnx.export.ExportOptions;
+import dev.hexforge.quant.gptq.Gptq;
 
 import java.nio.file.Path;
 import java.util.List;
@@ -8,21 +9,33 @@ import java.util.List;
 /**
  * One quantization run.
  *
- * @param method       rtn (awq and gptq are refused until they land)
+ * @param method       rtn or gptq (awq is refused until it lands)
  * @param keep         module-name patterns left in float (e.g. "q_proj")
  * @param format       qdq, matmulnbits or both
+ * @param calibration  where calibration samples come from; required by gptq, unused by rtn
  * @param evalText     text scored for the accuracy gate; null skips perplexity and the gate
  * @param maxDeltaPpl  the gate: largest allowed rise in perplexity over the float model
  */
 public record QuantizeOptions(String method, QuantSpec spec, List<String> keep, String format, ExportOptions export,
-                              Path evalText, int evalWindow, double maxDeltaPpl) {
+                              Calibration calibration, Gptq.Options gptq, Path evalText, int evalWindow, double maxDeltaPpl) {
     public static final double DEFAULT_MAX_DELTA_PPL = 0.5;
+
+    /** N samples of at most L tokens from a JSONL file, chosen with a seed. */
+    public record Calibration(Path file, int samples, int length, long seed) {
+        public static final int DEFAULT_SAMPLES = 128;
+        public static final int DEFAULT_LENGTH = 512;
+    }
 
     public QuantizeOptions {
         keep = List.copyOf(keep);
-        if (!method.equals("rtn")) {
-            throw new QuantizationException("method '" + method + "' is not available in this build (only rtn); "
-                    + (method.equals("awq") || method.equals("gptq") ? "AWQ and GPTQ are not implemented yet" : "choose rtn"));
+        if (method.equals("awq")) {
+            throw new QuantizationException("method 'awq' is not available in this build: AWQ is not implemented yet; use gptq or rtn");
+        }
+        if (!method.equals("rtn") && !method.equals("gptq")) {
+            throw new QuantizationException("method must be rtn or gptq, got '" + method + "'");
+        }
+        if (method.equals("gptq") && calibration == null) {
+            throw new QuantizationException("gptq needs calibration data: give --calib FILE (JSONL of {\"text\": ...})");
         }
         if (!List.of("qdq", "matmulnbits", "both").contains(format)) {
             throw new QuantizationException("format must be qdq, matmulnbits or both, got '" + format + "'");
@@ -30,5 +43,12 @@ public record QuantizeOptions(String method, QuantSpec spec, List<String> keep, 
         if (!(maxDeltaPpl >= 0)) {
             throw new QuantizationException("max delta perplexity must be >= 0, got " + maxDeltaPpl);
         }
+        if (gptq == null) {
+            gptq = Gptq.Options.defaults();
+        }
+    }
+
+    public static QuantizeOptions rtn(QuantSpec spec, String format, ExportOptions export, Path evalText) {
+        return new QuantizeOptions("rtn", spec, List.of(), format, export, null, null, evalText, 128, DEFAULT_MAX_DELTA_PPL);
     }
 }

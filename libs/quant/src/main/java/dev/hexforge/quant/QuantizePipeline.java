@@ -10,6 +10,9 @@ import dev.hexforge.generate.Generator;
 import dev.hexforge.onnx.export.DecoderExporter;
 import dev.hexforge.onnx.export.LinearFormat;
 import dev.hexforge.progress.Progress;
+import dev.hexforge.quant.calib.CalibrationSet;
+import dev.hexforge.quant.calib.CoverageReport;
+import dev.hexforge.quant.gptq.GptqRunner;
 import dev.hexforge.quant.onnx.MatMulNBitsFormat;
 import dev.hexforge.quant.onnx.QdqFormat;
 import dev.hexforge.tokenizer.Tokenizer;
@@ -20,11 +23,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
 /**
- * The quantize pass: quantize the checkpoint's linears, measure the accuracy cost (perplexity of the float and
+ * The quantize pass: quantize the checkpoint's linears (RTN, or GPTQ on calibration data), measure the accuracy cost (perplexity of the float and
  * fake-quantized Java forward on the evaluation text, greedy agreement on fixed prompts), apply the gate, and only
  * when it passes export the quantized ONNX model(s). The report is written either way.
  */
@@ -56,20 +60,38 @@ public final class QuantizePipeline {
             }
         }
         progress.update("quantize", 0, 3);
-        QuantizedModel qm = QuantizedModel.rtn(ckpt, opt.spec(), opt.keep());
+        DecoderWeights base = DecoderWeights.load(ckpt);
+        QuantizedModel qm;
+        CoverageReport coverage = null;
+        List<String> warnings = new ArrayList<>();
+        Map<String, GptqRunner.LayerError> outputErrors = new HashMap<>();
+        if (opt.method().equals("gptq")) {
+            QuantizeOptions.Calibration cal = opt.calibration();
+            CalibrationSet set;
+            try (Tokenizer tok = Tokenizer.load(ckpt.dir())) {
+                set = CalibrationSet.load(cal.file(), tok, cal.samples(),
+                        Math.min(cal.length(), ckpt.config().maxPositionEmbeddings()), cal.seed());
+            }
+            coverage = set.coverage();
+            warnings.addAll(set.warnings());
+            GptqRunner.Result r = GptqRunner.run(base, set, opt.spec(), opt.gptq(), opt.keep(), progress);
+            qm = r.model();
+            r.errors().forEach(e -> outputErrors.put(e.name(), e));
+        } else {
+            qm = QuantizedModel.rtn(ckpt, opt.spec(), opt.keep());
+        }
         if (qm.linears().isEmpty()) {
             throw new QuantizationException("every linear matched a --keep pattern " + opt.keep() + "; nothing to quantize");
         }
         List<QuantizationReport.LayerReport> layers = new ArrayList<>();
         for (Map.Entry<String, QuantizedLinear> e : qm.linears().entrySet()) {
-            layers.add(layerReport(e.getKey(), ckpt.floats(e.getKey()), e.getValue()));
+            layers.add(layerReport(e.getKey(), ckpt.floats(e.getKey()), e.getValue(), outputErrors.get(e.getKey())));
         }
         progress.update("evaluate", 1, 3);
-        DecoderWeights base = DecoderWeights.load(ckpt);
         DecoderForward fp = new DecoderForward(base);
         DecoderForward quant = new DecoderForward(qm.fakeQuantized(base));
-        double fpPpl = Double.NaN;
-        double qPpl = Double.NaN;
+        Double fpPpl = null;
+        Double qPpl = null;
         double agreement;
         try (Tokenizer tok = Tokenizer.load(ckpt.dir())) {
             if (opt.evalText() != null) {
@@ -80,8 +102,8 @@ public final class QuantizePipeline {
             }
             agreement = greedyAgreement(fp, quant, tok);
         }
-        double delta = qPpl - fpPpl;
-        boolean passed = opt.evalText() == null || delta <= opt.maxDeltaPpl();
+        Double delta = qPpl == null ? null : qPpl - fpPpl;
+        boolean passed = delta == null || delta <= opt.maxDeltaPpl();
         List<String> worst = layers.stream().sorted(Comparator.comparingDouble(QuantizationReport.LayerReport::relativeError).reversed())
                 .limit(5).map(l -> l.name() + String.format(" (rel. error %.4f)", l.relativeError())).toList();
         List<Path> outputs = new ArrayList<>();
@@ -97,8 +119,8 @@ public final class QuantizePipeline {
                     outputs.add(dir);
                 }
             }
-            QuantizationReport report = new QuantizationReport(opt.method(), opt.spec().describe(), opt.keep(), layers,
-                    fpPpl, qPpl, delta, opt.maxDeltaPpl(), passed, agreement, worst, (System.nanoTime() - t0) / 1e9);
+            QuantizationReport report = new QuantizationReport(opt.method(), opt.spec().describe(), opt.keep(), coverage,
+                    warnings, layers, fpPpl, qPpl, delta, opt.maxDeltaPpl(), passed, agreement, worst, (System.nanoTime() - t0) / 1e9);
             JSON.writeValue(out.resolve(REPORT).toFile(), report);
             progress.update("done", 3, 3);
             return new Result(report, outputs);
@@ -139,7 +161,7 @@ public final class QuantizePipeline {
         return (double) same / total;
     }
 
-    static QuantizationReport.LayerReport layerReport(String name, float[] w, QuantizedLinear q) {
+    static QuantizationReport.LayerReport layerReport(String name, float[] w, QuantizedLinear q, GptqRunner.LayerError out) {
         float[] d = q.dequantize();
         double err = 0;
         double norm = 0;
@@ -158,6 +180,7 @@ public final class QuantizePipeline {
         }
         QuantSpec s = q.spec();
         return new QuantizationReport.LayerReport(name, s.bits(), s.groupSize(), s.symmetric(), min, max,
-                sum / q.scales().length, norm == 0 ? 0 : Math.sqrt(err / norm));
+                sum / q.scales().length, norm == 0 ? 0 : Math.sqrt(err / norm),
+                out == null ? null : out.gptq(), out == null ? null : out.rtn());
     }
 }
