@@ -192,4 +192,21 @@ class CliTest {
         }
         assertTrue(Files.isRegularFile(out.resolve("onnx-model/onnx/model.onnx")));
     }
+
+    @Test
+    void mergeWritesAModelThatGeneratesTheTaskAnswer() throws Exception {
+        Path out = tmp.resolve("merged");
+        Run r = run("merge", "--model", Fixtures.qwen2Tiny().toString(), "--adapter",
+                Fixtures.root().resolve("lora-task/reference_adapter").toString(), "--out", out.toString(), "--json");
+        assertEquals(0, r.exit(), r.err());
+        assertEquals(16, r.json().path("merged_linears").asInt());
+        JsonNode example = JSON.readTree(Fixtures.root().resolve("lora-task/eval.json").toFile()).get(0);
+        Run g = run("generate", "--model", out.toString(), "--chat", "--prompt",
+                example.path("instruction").asText() + "\n" + example.path("input").asText(), "--max-new", "16", "--json");
+        assertEquals(0, g.exit(), g.err());
+        assertTrue(g.json().path("text").asText().strip().matches("[A-Z]+"), g.out());
+        Run bad = run("merge", "--model", Fixtures.qwen2Tiny().toString(), "--adapter", tmp.toString(), "--out", tmp.resolve("m2").toString());
+        assertEquals(1, bad.exit());
+        assertTrue(bad.err().contains("adapter_config.json"), bad.err());
+    }
 }

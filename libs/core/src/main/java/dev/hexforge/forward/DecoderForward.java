@@ -202,6 +202,14 @@ public final class DecoderForward implements CausalLm {
                 out[i] += b[i];
             }
         }
+        DecoderWeights.LowRankDelta lora = L.adapter(which);
+        if (lora != null) {
+            float[] ax = new float[lora.rank()];
+            ops.matVec(lora.a(), lora.rank(), cols, in, 0, ax, 0);
+            for (int i = 0; i < rows; i++) {
+                out[i] += lora.scale() * ops.dot(lora.b(), i * lora.rank(), ax, 0, lora.rank());
+            }
+        }
     }
 
     private void attention(KvCache cache, int layer, int pos, Scratch s) {

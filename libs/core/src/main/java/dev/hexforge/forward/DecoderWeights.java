@@ -12,18 +12,33 @@ import java.util.function.BiFunction;
 /** All decoder weights as float32 arrays, row-major, linears as [out, in] like Hugging Face. */
 public final class DecoderWeights {
 
+    /**
+     * A low-rank update applied beside a frozen linear (LoRA, unmerged): {@code y += scale · B (A x)},
+     * A [rank, in], B [out, rank].
+     */
+    public record LowRankDelta(float[] a, float[] b, int rank, float scale) {
+    }
+
     /** One decoder layer. Biases are null when the architecture has none. */
     public static final class Layer {
         final float[] inputNorm;
         final float[] postAttentionNorm;
         final Map<Linear, float[]> weights;
         final Map<Linear, float[]> biases;
+        final Map<Linear, LowRankDelta> adapters;
 
-        Layer(float[] inputNorm, float[] postAttentionNorm, Map<Linear, float[]> weights, Map<Linear, float[]> biases) {
+        Layer(float[] inputNorm, float[] postAttentionNorm, Map<Linear, float[]> weights, Map<Linear, float[]> biases,
+              Map<Linear, LowRankDelta> adapters) {
             this.inputNorm = inputNorm;
             this.postAttentionNorm = postAttentionNorm;
             this.weights = weights;
             this.biases = biases;
+            this.adapters = adapters;
+        }
+
+        /** The low-rank adapter on this linear, or null. */
+        public LowRankDelta adapter(Linear l) {
+            return adapters.get(l);
         }
 
         public float[] inputNorm() {
@@ -71,7 +86,8 @@ public final class DecoderWeights {
                     b.put(l, ckpt.floats(TensorNames.bias(i, l)));
                 }
             }
-            layers[i] = new Layer(ckpt.floats(TensorNames.inputNorm(i)), ckpt.floats(TensorNames.postAttentionNorm(i)), w, b);
+            layers[i] = new Layer(ckpt.floats(TensorNames.inputNorm(i)), ckpt.floats(TensorNames.postAttentionNorm(i)), w, b,
+                    new EnumMap<>(Linear.class));
         }
         float[] embed = ckpt.floats(TensorNames.EMBED);
         float[] head = c.tieWordEmbeddings() ? embed : ckpt.floats(TensorNames.LM_HEAD);
@@ -96,7 +112,23 @@ public final class DecoderWeights {
                     w.put(l, replacement);
                 }
             }
-            out[i] = new Layer(layers[i].inputNorm, layers[i].postAttentionNorm, w, layers[i].biases);
+            out[i] = new Layer(layers[i].inputNorm, layers[i].postAttentionNorm, w, layers[i].biases, layers[i].adapters);
+        }
+        return new DecoderWeights(config, embed, out, finalNorm, lmHead);
+    }
+
+    /** A copy with low-rank adapters attached where {@code f(layerIndex, linear)} returns one; weights are shared. */
+    public DecoderWeights withAdapters(BiFunction<Integer, Linear, LowRankDelta> f) {
+        Layer[] out = new Layer[layers.length];
+        for (int i = 0; i < layers.length; i++) {
+            Map<Linear, LowRankDelta> a = new EnumMap<>(layers[i].adapters);
+            for (Linear l : Linear.values()) {
+                LowRankDelta d = f.apply(i, l);
+                if (d != null) {
+                    a.put(l, d);
+                }
+            }
+            out[i] = new Layer(layers[i].inputNorm, layers[i].postAttentionNorm, layers[i].weights, layers[i].biases, a);
         }
         return new DecoderWeights(config, embed, out, finalNorm, lmHead);
     }

@@ -1,0 +1,78 @@
+package dev.hexforge.lora;
+
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.forward.DecoderWeights.LowRankDelta;
+import dev.hexforge.safetensors.DType;
+import dev.hexforge.safetensors.SafetensorsWriter;
+import dev.hexforge.safetensors.TensorInfo;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+
+/**
+ * PEFT's {@code merge_and_unload}: base + adapter into a full Hugging Face folder. Adapted weights become
+ * {@code W + scale · (B @ A)} computed in float32 and stored in the base tensor's dtype; every other tensor and the
+ * config and tokenizer files are copied unchanged. The folder appears only when complete.
+ */
+public final class LoraMerge {
+    private static final List<String> COPIED = List.of("config.json", "generation_config.json", "tokenizer.json",
+            "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json");
+
+    private LoraMerge() {
+    }
+
+    public static void merge(Checkpoint base, LoraAdapter adapter, Path out) {
+        if (Files.exists(out)) {
+            throw new LoraException(out + " already exists; choose another --out");
+        }
+        Path tmp = out.resolveSibling(out.getFileName() + ".partial");
+        try {
+            Files.createDirectories(tmp);
+            List<SafetensorsWriter.Entry> entries = new ArrayList<>();
+            for (String name : base.store().names()) {
+                TensorInfo t = base.store().info(name);
+                LowRankDelta d = adapter.deltas().get(name);
+                if (d == null) {
+                    entries.add(SafetensorsWriter.Entry.ofBytes(name, t.dtype(), t.shape(), base.store().bytes(name)));
+                } else {
+                    DType dtype = t.dtype();
+                    entries.add(new SafetensorsWriter.Entry(name, dtype, t.shape(), ch -> SafetensorsWriter.writeFully(ch,
+                            SafetensorsWriter.encode(LoraAdapter.merged(base.floats(name), d), dtype))));
+                }
+            }
+            SafetensorsWriter.write(tmp.resolve("model.safetensors"), Map.of("format", "pt"), entries);
+            for (String f : COPIED) {
+                Path src = base.dir().resolve(f);
+                if (Files.isRegularFile(src)) {
+                    Files.copy(src, tmp.resolve(f), StandardCopyOption.REPLACE_EXISTING);
+                }
+            }
+            Files.move(tmp, out, StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException | RuntimeException e) {
+            deleteTree(tmp);
+            if (e instanceof IOException io) {
+                throw new UncheckedIOException("merging into " + out + ": " + io.getMessage(), io);
+            }
+            throw (RuntimeException) e;
+        }
+    }
+
+    private static void deleteTree(Path dir) {
+        if (!Files.exists(dir)) {
+            return;
+        }
+        try (Stream<Path> s = Files.walk(dir)) {
+            s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException ignored) {
+            // best effort; the original failure is reported
+        }
+    }
+}
