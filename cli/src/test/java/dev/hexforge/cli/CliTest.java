@@ -209,4 +209,25 @@ class CliTest {
         assertEquals(1, bad.exit());
         assertTrue(bad.err().contains("adapter_config.json"), bad.err());
     }
+
+    @Test
+    void signAndVerifyLikeTheReferenceTool() throws Exception {
+        Path vector = Fixtures.root().resolve("oms-v1.1.0-elliptic-key");
+        Run known = run("verify", vector.resolve("model").toString(), "--key", vector.resolve("signing-key-pub.pem").toString(),
+                "--ignore", vector.resolve("model/ignore-me").toString(), "--json");
+        assertEquals(0, known.exit(), known.err());
+        assertTrue(known.json().path("verified").asBoolean());
+
+        Path priv = tmp.resolve("k.pem");
+        Path pub = tmp.resolve("k.pub.pem");
+        assertEquals(0, run("keygen", "--private", priv.toString(), "--public", pub.toString()).exit());
+        Path exported = tmp.resolve("to-sign");
+        assertEquals(0, run("export", "--model", Fixtures.qwen2Tiny().toString(), "--out", exported.toString()).exit());
+        assertEquals(0, run("sign", exported.toString(), "--key", priv.toString()).exit());
+        assertEquals(0, run("verify", exported.toString(), "--key", pub.toString()).exit());
+        Files.writeString(exported.resolve("export.json"), Files.readString(exported.resolve("export.json")) + " ");
+        Run tampered = run("verify", exported.toString(), "--key", pub.toString());
+        assertEquals(1, tampered.exit());
+        assertTrue(tampered.err().contains("'export.json' was modified"), tampered.err());
+    }
 }

@@ -1,0 +1,136 @@
+package dev.hexforge.signing;
+
+import java.io.IOException;
+import java.math.BigInteger;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.GeneralSecurityException;
+import java.security.KeyFactory;
+import java.security.KeyPair;
+import java.security.KeyPairGenerator;
+import java.security.PrivateKey;
+import java.security.PublicKey;
+import java.security.interfaces.ECKey;
+import java.security.interfaces.ECPrivateKey;
+import java.security.spec.ECGenParameterSpec;
+import java.security.spec.ECPublicKeySpec;
+import java.security.spec.PKCS8EncodedKeySpec;
+import java.security.spec.X509EncodedKeySpec;
+import java.util.Base64;
+import java.util.HexFormat;
+
+/**
+ * ECDSA keys in PEM (PKCS#8 private, SubjectPublicKeyInfo public), the curves OMS allows (P-256, P-384, P-521),
+ * the matching signature algorithm, and the public-key hint (sha256 of the public key's PEM text).
+ */
+public final class Keys {
+    private Keys() {
+    }
+
+    public static KeyPair generate() {
+        try {
+            KeyPairGenerator g = KeyPairGenerator.getInstance("EC");
+            g.initialize(new ECGenParameterSpec("secp256r1"));
+            return g.generateKeyPair();
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    public static String publicPem(PublicKey key) {
+        return pem("PUBLIC KEY", key.getEncoded());
+    }
+
+    public static String privatePem(PrivateKey key) {
+        return pem("PRIVATE KEY", key.getEncoded());
+    }
+
+    private static String pem(String type, byte[] der) {
+        String b64 = Base64.getMimeEncoder(64, "\n".getBytes(StandardCharsets.US_ASCII)).encodeToString(der);
+        return "-----BEGIN " + type + "-----\n" + b64 + "\n-----END " + type + "-----\n";
+    }
+
+    /** The OMS public-key hint: hex sha256 of the key's PEM text. */
+    public static String hint(PublicKey key) {
+        try {
+            return HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256")
+                    .digest(publicPem(key).getBytes(StandardCharsets.US_ASCII)));
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    public static PublicKey readPublic(Path pem) {
+        byte[] der = readPem(pem, "PUBLIC KEY");
+        try {
+            PublicKey k = KeyFactory.getInstance("EC").generatePublic(new X509EncodedKeySpec(der));
+            signatureAlgorithm(k);
+            return k;
+        } catch (GeneralSecurityException e) {
+            throw new SigningException(pem + ": not an EC public key (" + e.getMessage() + ")", e);
+        }
+    }
+
+    public static PrivateKey readPrivate(Path pem) {
+        byte[] der = readPem(pem, "PRIVATE KEY");
+        try {
+            PrivateKey k = KeyFactory.getInstance("EC").generatePrivate(new PKCS8EncodedKeySpec(der));
+            signatureAlgorithm(k);
+            return k;
+        } catch (GeneralSecurityException e) {
+            throw new SigningException(pem + ": not a PKCS#8 EC private key (" + e.getMessage() + ")", e);
+        }
+    }
+
+    /** The public half of an EC private key (Q = d·G). */
+    public static PublicKey publicOf(PrivateKey key) {
+        if (!(key instanceof ECPrivateKey ec)) {
+            throw new SigningException("only EC keys are supported");
+        }
+        try {
+            java.security.spec.ECPoint q = EcMath.multiply(ec.getParams(), ec.getS());
+            return KeyFactory.getInstance("EC").generatePublic(new ECPublicKeySpec(q, ec.getParams()));
+        } catch (GeneralSecurityException e) {
+            throw new SigningException("cannot derive the public key: " + e.getMessage(), e);
+        }
+    }
+
+    private static byte[] readPem(Path pem, String type) {
+        String text;
+        try {
+            text = Files.readString(pem, StandardCharsets.US_ASCII);
+        } catch (IOException e) {
+            throw new SigningException("cannot read key " + pem + ": " + e.getMessage(), e);
+        }
+        String begin = "-----BEGIN " + type + "-----";
+        String end = "-----END " + type + "-----";
+        int b = text.indexOf(begin);
+        int e = text.indexOf(end);
+        if (b < 0 || e < b) {
+            String found = text.contains("-----BEGIN EC PRIVATE KEY-----")
+                    ? " (found a SEC1 'EC PRIVATE KEY'; convert it with: openssl pkcs8 -topk8 -nocrypt -in KEY)" : "";
+            throw new SigningException(pem + ": no '" + begin + "' block" + found);
+        }
+        try {
+            return Base64.getMimeDecoder().decode(text.substring(b + begin.length(), e));
+        } catch (IllegalArgumentException ex) {
+            throw new SigningException(pem + ": the PEM body is not base64", ex);
+        }
+    }
+
+    /** SHA256withECDSA for P-256, SHA384 for P-384, SHA512 for P-521, as the reference implementation pairs them. */
+    public static String signatureAlgorithm(java.security.Key key) {
+        if (!(key instanceof ECKey ec)) {
+            throw new SigningException("only ECDSA keys (P-256, P-384, P-521) are supported");
+        }
+        int bits = ec.getParams().getOrder().bitLength();
+        return switch (bits) {
+            case 256 -> "SHA256withECDSA";
+            case 384 -> "SHA384withECDSA";
+            case 521 -> "SHA512withECDSA";
+            default -> throw new SigningException("EC curve of " + bits + " bits is not allowed (P-256, P-384, P-521 only)");
+        };
+    }
+
+}
