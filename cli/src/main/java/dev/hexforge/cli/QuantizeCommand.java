@@ -20,9 +20,9 @@ import java.util.concurrent.Callable;
 final class QuantizeCommand implements Callable<Integer> {
     @Option(names = "--model", required = true, description = "Hugging Face model folder")
     Path model;
-    @Option(names = "--method", defaultValue = "rtn", description = "rtn or gptq (default: ${DEFAULT-VALUE})")
+    @Option(names = "--method", defaultValue = "rtn", description = "rtn, gptq or awq (default: ${DEFAULT-VALUE})")
     String method;
-    @Option(names = "--calib", description = "calibration JSONL ({\"text\": ...} or {\"messages\": [...]}); needed by gptq")
+    @Option(names = "--calib", description = "calibration JSONL ({\"text\": ...} or {\"messages\": [...]}); needed by gptq and awq")
     Path calib;
     @Option(names = "--samples", defaultValue = "128", description = "calibration samples (default: ${DEFAULT-VALUE})")
     int samples;

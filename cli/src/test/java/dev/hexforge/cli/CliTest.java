@@ -156,9 +156,9 @@ class CliTest {
         assertTrue(Files.isRegularFile(tight.resolve("quantization_report.json")));
         assertFalse(Files.exists(tight.resolve("onnx-model")), "no model behind a failed gate");
 
-        Run awq = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--method", "awq", "--out", tmp.resolve("g").toString());
+        Run awq = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--method", "smoothquant", "--out", tmp.resolve("g").toString());
         assertEquals(1, awq.exit());
-        assertTrue(awq.err().contains("not implemented yet"), awq.err());
+        assertTrue(awq.err().contains("rtn, gptq or awq"), awq.err());
         assertFalse(Files.exists(tmp.resolve("g")));
         Run noCalib = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--method", "gptq", "--out", tmp.resolve("g").toString());
         assertTrue(noCalib.err().contains("--calib"), noCalib.err());
@@ -175,6 +175,25 @@ class CliTest {
                 "--out", tmp.resolve("g3").toString());
         assertTrue(bad.err().contains("line 2") && bad.err().contains("not valid JSON"), bad.err());
         assertFalse(Files.exists(tmp.resolve("g3")), "nothing left behind on bad input");
+    }
+
+    @Test
+    void awqQuantizeWritesFoldedNormsIntoTheExport() throws Exception {
+        Path out = tmp.resolve("awq");
+        Run r = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--method", "awq", "--bits", "4",
+                "--calib", Fixtures.root().resolve("calib.jsonl").toString(), "--samples", "16", "--calib-len", "128",
+                "--format", "qdq", "--out", out.toString(), "--json");
+        assertEquals(0, r.exit(), r.err());
+        JsonNode report = JSON.readTree(out.resolve("quantization_report.json").toFile());
+        assertEquals(12, report.path("awqGroups").size());
+        Path onnx = out.resolve("onnx-model");
+        JsonNode ref = Fixtures.json(Fixtures.reference("reference.json")).path("prompts").get(0);
+        String ids = java.util.Arrays.stream(Fixtures.ints(ref.path("input_ids"))).mapToObj(String::valueOf)
+                .collect(java.util.stream.Collectors.joining(","));
+        Run g = run("generate", "--model", onnx.toString(), "--prompt-ids", ids, "--max-new", "4", "--no-stop", "--json");
+        assertEquals(0, g.exit(), g.err());
+        assertEquals(Fixtures.ints(ref.path("greedy_new_ids"))[0], g.json().path("ids").get(0).asInt(),
+                "the 4-bit AWQ model keeps the float model's first greedy token");
     }
 
     @Test

@@ -117,6 +117,27 @@ public final class DecoderWeights {
         return new DecoderWeights(config, embed, out, finalNorm, lmHead);
     }
 
+    /**
+     * A copy in which tensors named in {@code byName} (Hugging Face names of layer norms and linear weights) are
+     * replaced; used when a pass rewrites float tensors (AWQ folds scales into norms).
+     */
+    public DecoderWeights withReplacements(Map<String, float[]> byName) {
+        Layer[] out = new Layer[layers.length];
+        for (int i = 0; i < layers.length; i++) {
+            Layer L = layers[i];
+            Map<Linear, float[]> w = new EnumMap<>(L.weights);
+            for (Linear l : Linear.values()) {
+                float[] r = byName.get(TensorNames.weight(i, l));
+                if (r != null) {
+                    w.put(l, r);
+                }
+            }
+            out[i] = new Layer(byName.getOrDefault(TensorNames.inputNorm(i), L.inputNorm),
+                    byName.getOrDefault(TensorNames.postAttentionNorm(i), L.postAttentionNorm), w, L.biases, L.adapters);
+        }
+        return new DecoderWeights(config, embed, out, byName.getOrDefault(TensorNames.FINAL_NORM, finalNorm), lmHead);
+    }
+
     /** A copy with low-rank adapters attached where {@code f(layerIndex, linear)} returns one; weights are shared. */
     public DecoderWeights withAdapters(BiFunction<Integer, Linear, LowRankDelta> f) {
         Layer[] out = new Layer[layers.length];

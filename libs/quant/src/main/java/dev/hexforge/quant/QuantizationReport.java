@@ -1,5 +1,6 @@
 package dev.hexforge.quant;
 
+import dev.hexforge.quant.awq.Awq;
 import dev.hexforge.quant.calib.CoverageReport;
 
 import java.util.List;
@@ -9,11 +10,12 @@ import java.util.List;
  * Perplexity fields are null when no evaluation text was given.
  *
  * @param layers          per quantized linear: spec, scale statistics and reconstruction errors
+ * @param awqGroups       AWQ only: each scaled group's objective against RTN
  * @param greedyAgreement fraction of greedy tokens, on fixed prompts, produced before float and quantized diverge
  * @param gatePassed      ΔPPL within the limit (true when no text was given)
  */
 public record QuantizationReport(String method, String spec, List<String> kept, CoverageReport calibration,
-                                 List<String> warnings, List<LayerReport> layers, Double floatPerplexity,
+                                 List<String> warnings, List<LayerReport> layers, List<Awq.GroupError> awqGroups, Double floatPerplexity,
                                  Double quantizedPerplexity, Double deltaPerplexity, double maxDeltaPerplexity,
                                  boolean gatePassed, double greedyAgreement, List<String> worstLayers, double seconds) {
 

@@ -9,10 +9,10 @@ import java.util.List;
 /**
  * One quantization run.
  *
- * @param method       rtn or gptq (awq is refused until it lands)
+ * @param method       rtn, gptq or awq
  * @param keep         module-name patterns left in float (e.g. "q_proj")
  * @param format       qdq, matmulnbits or both
- * @param calibration  where calibration samples come from; required by gptq, unused by rtn
+ * @param calibration  where calibration samples come from; required by gptq and awq, unused by rtn
  * @param evalText     text scored for the accuracy gate; null skips perplexity and the gate
  * @param maxDeltaPpl  the gate: largest allowed rise in perplexity over the float model
  */
@@ -28,14 +28,11 @@ public record QuantizeOptions(String method, QuantSpec spec, List<String> keep, 
 
     public QuantizeOptions {
         keep = List.copyOf(keep);
-        if (method.equals("awq")) {
-            throw new QuantizationException("method 'awq' is not available in this build: AWQ is not implemented yet; use gptq or rtn");
+        if (!List.of("rtn", "gptq", "awq").contains(method)) {
+            throw new QuantizationException("method must be rtn, gptq or awq, got '" + method + "'");
         }
-        if (!method.equals("rtn") && !method.equals("gptq")) {
-            throw new QuantizationException("method must be rtn or gptq, got '" + method + "'");
-        }
-        if (method.equals("gptq") && calibration == null) {
-            throw new QuantizationException("gptq needs calibration data: give --calib FILE (JSONL of {\"text\": ...})");
+        if (!method.equals("rtn") && calibration == null) {
+            throw new QuantizationException(method + " needs calibration data: give --calib FILE (JSONL of {\"text\": ...})");
         }
         if (!List.of("qdq", "matmulnbits", "both").contains(format)) {
             throw new QuantizationException("format must be qdq, matmulnbits or both, got '" + format + "'");

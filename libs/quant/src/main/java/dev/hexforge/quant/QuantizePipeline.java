@@ -10,6 +10,7 @@ import dev.hexforge.generate.Generator;
 import dev.hexforge.onnx.export.DecoderExporter;
 import dev.hexforge.onnx.export.LinearFormat;
 import dev.hexforge.progress.Progress;
+import dev.hexforge.quant.awq.Awq;
 import dev.hexforge.quant.calib.CalibrationSet;
 import dev.hexforge.quant.calib.CoverageReport;
 import dev.hexforge.quant.gptq.GptqRunner;
@@ -28,7 +29,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The quantize pass: quantize the checkpoint's linears (RTN, or GPTQ on calibration data), measure the accuracy cost (perplexity of the float and
+ * The quantize pass: quantize the checkpoint's linears (RTN, or GPTQ / AWQ on calibration data), measure the accuracy cost (perplexity of the float and
  * fake-quantized Java forward on the evaluation text, greedy agreement on fixed prompts), apply the gate, and only
  * when it passes export the quantized ONNX model(s). The report is written either way.
  */
@@ -65,7 +66,8 @@ public final class QuantizePipeline {
         CoverageReport coverage = null;
         List<String> warnings = new ArrayList<>();
         Map<String, GptqRunner.LayerError> outputErrors = new HashMap<>();
-        if (opt.method().equals("gptq")) {
+        List<Awq.GroupError> awqGroups = null;
+        if (!opt.method().equals("rtn")) {
             QuantizeOptions.Calibration cal = opt.calibration();
             CalibrationSet set;
             try (Tokenizer tok = Tokenizer.load(ckpt.dir())) {
@@ -74,9 +76,15 @@ public final class QuantizePipeline {
             }
             coverage = set.coverage();
             warnings.addAll(set.warnings());
-            GptqRunner.Result r = GptqRunner.run(base, set, opt.spec(), opt.gptq(), opt.keep(), progress);
-            qm = r.model();
-            r.errors().forEach(e -> outputErrors.put(e.name(), e));
+            if (opt.method().equals("gptq")) {
+                GptqRunner.Result r = GptqRunner.run(base, set, opt.spec(), opt.gptq(), opt.keep(), progress);
+                qm = r.model();
+                r.errors().forEach(e -> outputErrors.put(e.name(), e));
+            } else {
+                Awq.Result r = Awq.run(base, set, opt.spec(), opt.keep(), progress);
+                qm = r.model();
+                awqGroups = r.groups();
+            }
         } else {
             qm = QuantizedModel.rtn(ckpt, opt.spec(), opt.keep());
         }
@@ -120,7 +128,7 @@ public final class QuantizePipeline {
                 }
             }
             QuantizationReport report = new QuantizationReport(opt.method(), opt.spec().describe(), opt.keep(), coverage,
-                    warnings, layers, fpPpl, qPpl, delta, opt.maxDeltaPpl(), passed, agreement, worst, (System.nanoTime() - t0) / 1e9);
+                    warnings, layers, awqGroups, fpPpl, qPpl, delta, opt.maxDeltaPpl(), passed, agreement, worst, (System.nanoTime() - t0) / 1e9);
             JSON.writeValue(out.resolve(REPORT).toFile(), report);
             progress.update("done", 3, 3);
             return new Result(report, outputs);

@@ -14,12 +14,19 @@ import java.util.Map;
 
 /**
  * The quantized linears of a decoder, by Hugging Face weight name. Linears not in the map (kept in float by a
- * {@code keep} pattern) stay as they are; embeddings, norms, biases and the head are never quantized.
+ * {@code keep} pattern) stay as they are; embeddings, norms, biases and the head are never quantized. Float tensors a
+ * method rewrote (AWQ's folded norms) are in {@code replacedFloats}.
  */
-public record QuantizedModel(ModelConfig config, QuantSpec spec, Map<String, QuantizedLinear> linears) {
+public record QuantizedModel(ModelConfig config, QuantSpec spec, Map<String, QuantizedLinear> linears,
+                             Map<String, float[]> replacedFloats) {
 
     public QuantizedModel {
         linears = Collections.unmodifiableMap(new LinkedHashMap<>(linears));
+        replacedFloats = Collections.unmodifiableMap(new LinkedHashMap<>(replacedFloats));
+    }
+
+    public QuantizedModel(ModelConfig config, QuantSpec spec, Map<String, QuantizedLinear> linears) {
+        this(config, spec, linears, Map.of());
     }
 
     /** RTN over every decoder linear whose module name matches none of {@code keep} (e.g. "q_proj", "layers.0.mlp"). */
@@ -49,7 +56,7 @@ public record QuantizedModel(ModelConfig config, QuantSpec spec, Map<String, Qua
 
     /** The float weights with every quantized linear replaced by its dequantized value (fake quantization). */
     public DecoderWeights fakeQuantized(DecoderWeights base) {
-        return base.withLinears((l, lin) -> {
+        return base.withReplacements(replacedFloats).withLinears((l, lin) -> {
             QuantizedLinear q = get(l, lin);
             return q == null ? null : q.dequantize();
         });

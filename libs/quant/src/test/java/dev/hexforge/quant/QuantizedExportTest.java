@@ -101,6 +101,25 @@ class QuantizedExportTest {
     }
 
     @Test
+    void awqExportCarriesTheFoldedNormsAndMatchesTheFakeQuantizedForward() {
+        dev.hexforge.quant.calib.CalibrationSet calib;
+        try (dev.hexforge.tokenizer.Tokenizer tok = dev.hexforge.tokenizer.Tokenizer.load(Fixtures.qwen2Tiny())) {
+            calib = dev.hexforge.quant.calib.CalibrationSet.load(Fixtures.root().resolve("calib.jsonl"), tok, 16, 128, 0);
+        }
+        QuantizedModel qm = dev.hexforge.quant.awq.Awq.run(base, calib, QuantSpec.int4Group128(), List.of("v_proj"), Progress.NONE).model();
+        Path out = tmp.resolve("awq-static");
+        DecoderExporter.export(ckpt, out, ExportOptions.staticShapes(128, 512), new QdqFormat(qm), Progress.NONE);
+        DecoderForward reference = new DecoderForward(qm.fakeQuantized(base));
+        try (CausalLm lm = OnnxLm.open(out, 2)) {
+            for (JsonNode p : Fixtures.json(Fixtures.reference("reference.json")).path("prompts")) {
+                int[] ids = Fixtures.ints(p.path("input_ids"));
+                assertArrayEquals(Generator.generate(reference, ids, Generator.Options.greedy(16), null),
+                        Generator.generate(lm, ids, Generator.Options.greedy(16), null), p.path("name").asText());
+            }
+        }
+    }
+
+    @Test
     void keptLinearsStayFloat() {
         QuantizedModel qm = QuantizedModel.rtn(ckpt, QuantSpec.int8PerChannel(), List.of("q_proj", "v_proj"));
         assertEquals(4 * 5, qm.linears().size());

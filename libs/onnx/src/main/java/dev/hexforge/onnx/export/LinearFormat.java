@@ -48,6 +48,14 @@ public interface LinearFormat {
     String emit(GraphBuilder g, Function<String, String> initializer, String scope, String x, int layer, Linear linear,
                 String bias);
 
+    /**
+     * Float tensors (by Hugging Face name) the quantizer rewrote and that must be exported in place of the
+     * checkpoint's: norms with folded AWQ scales, kept linears whose columns were rescaled.
+     */
+    default Map<String, float[]> replacedFloatTensors() {
+        return Map.of();
+    }
+
     /** Lowest default-domain opset the format's nodes need. */
     default int minOpset() {
         return 17;

@@ -84,7 +84,9 @@ public final class WeightFile {
                 }
                 SafetensorsFile file = ckpt.store().file(name);
                 TensorInfo info = file.info(name);
-                ExternalDataWriter.Location loc = info.dtype() == DType.F32
+                float[] replaced = format.replacedFloatTensors().get(name);
+                ExternalDataWriter.Location loc = replaced != null ? out.write(floats(replaced))
+                        : info.dtype() == DType.F32
                         ? out.copyFrom(file.channel(), file.dataStart() + info.begin(), info.byteSize())
                         : widen(out, file.bytes(name), info.dtype(), info.numel());
                 wf.put(name, DataType.FLOAT, e.getValue(), loc);

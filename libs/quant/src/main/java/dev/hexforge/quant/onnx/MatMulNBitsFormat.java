@@ -46,6 +46,11 @@ public final class MatMulNBitsFormat implements LinearFormat {
     }
 
     @Override
+    public Map<String, float[]> replacedFloatTensors() {
+        return model.replacedFloats();
+    }
+
+    @Override
     public boolean handles(int layer, Linear linear) {
         return model.get(layer, linear) != null;
     }

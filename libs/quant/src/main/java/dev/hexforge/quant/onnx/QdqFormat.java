@@ -17,6 +17,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Function;
 
 /**
@@ -29,6 +30,11 @@ public final class QdqFormat implements LinearFormat {
 
     public QdqFormat(QuantizedModel model) {
         this.model = model;
+    }
+
+    @Override
+    public Map<String, float[]> replacedFloatTensors() {
+        return model.replacedFloats();
     }
 
     @Override
