@@ -1,0 +1,45 @@
+package dev.hexforge.contracts;
+
+import java.util.List;
+
+/**
+ * One field of the job spec: its type, default, documentation and limits. The spec's validator, its defaults and
+ * its JSON Schema are all derived from these declarations, so they cannot drift apart.
+ */
+public record FieldSpec(String name, Kind kind, Object defaultValue, String description, Double min, Double max,
+                        List<String> allowed, List<FieldSpec> fields, boolean required) {
+
+    public enum Kind { STRING, INTEGER, NUMBER, BOOLEAN, STRING_LIST, OBJECT }
+
+    public static FieldSpec string(String name, Object def, String doc) {
+        return new FieldSpec(name, Kind.STRING, def, doc, null, null, null, null, false);
+    }
+
+    public static FieldSpec oneOf(String name, String def, String doc, String... allowed) {
+        return new FieldSpec(name, Kind.STRING, def, doc, null, null, List.of(allowed), null, false);
+    }
+
+    public static FieldSpec integer(String name, long def, long min, long max, String doc) {
+        return new FieldSpec(name, Kind.INTEGER, def, doc, (double) min, (double) max, null, null, false);
+    }
+
+    public static FieldSpec number(String name, double def, double min, double max, String doc) {
+        return new FieldSpec(name, Kind.NUMBER, def, doc, min, max, null, null, false);
+    }
+
+    public static FieldSpec bool(String name, boolean def, String doc) {
+        return new FieldSpec(name, Kind.BOOLEAN, def, doc, null, null, null, null, false);
+    }
+
+    public static FieldSpec strings(String name, List<String> def, String doc, String... allowed) {
+        return new FieldSpec(name, Kind.STRING_LIST, def, doc, null, null, allowed.length == 0 ? null : List.of(allowed), null, false);
+    }
+
+    public static FieldSpec object(String name, String doc, FieldSpec... fields) {
+        return new FieldSpec(name, Kind.OBJECT, null, doc, null, null, null, List.of(fields), false);
+    }
+
+    public FieldSpec asRequired() {
+        return new FieldSpec(name, kind, defaultValue, description, min, max, allowed, fields, true);
+    }
+}

@@ -1,0 +1,323 @@
+package dev.hexforge.contracts;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Set;
+
+import static dev.hexforge.contracts.FieldSpec.bool;
+import static dev.hexforge.contracts.FieldSpec.integer;
+import static dev.hexforge.contracts.FieldSpec.number;
+import static dev.hexforge.contracts.FieldSpec.object;
+import static dev.hexforge.contracts.FieldSpec.oneOf;
+import static dev.hexforge.contracts.FieldSpec.string;
+import static dev.hexforge.contracts.FieldSpec.strings;
+
+/**
+ * The job spec, version 1: every field with its type, default (the seed pipeline's values) and limits. Validation
+ * walks a submitted document against it, collects every problem with its path, and fills in the defaults.
+ */
+public final class JobSpecSchema {
+    public static final int VERSION = 1;
+    private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
+
+    public static final FieldSpec ROOT = object("", "A Hexforge conversion job.",
+            integer("schemaVersion", VERSION, VERSION, VERSION, "Version of this document format."),
+            string("name", null, "A label for the job (default: the model's name)."),
+            object("model", "The base model: exactly one of upload or path.",
+                    string("upload", null, "Id of a model uploaded to the fleet (POST /api/v1/uploads)."),
+                    string("path", null, "A Hugging Face folder path or s3:// URI the fleet can read.")).asRequired(),
+            strings("stages", List.of("export", "sign"), "Stages to run, in pipeline order.",
+                    "finetune", "merge", "quantize", "export", "compile", "sign", "benchmark"),
+            object("finetune", "LoRA fine-tuning (the seed's PEFT settings).",
+                    string("data", null, "Id or path of the training data (Alpaca JSON/JSONL, chat JSONL or text)."),
+                    string("evalData", null, "Id or path of evaluation data (default: a split of data)."),
+                    integer("r", 8, 1, 256, "LoRA rank."),
+                    number("alpha", 16, 0.0001, 10000, "LoRA alpha (scale = alpha / r)."),
+                    number("dropout", 0.05, 0, 0.9, "Dropout on the LoRA input."),
+                    strings("targets", List.of("q_proj", "k_proj", "v_proj", "o_proj"), "Linears that get adapters.",
+                            "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+                    integer("batch", 4, 1, 1024, "Examples per micro-batch."),
+                    integer("accumulation", 8, 1, 1024, "Micro-batches per optimizer step."),
+                    number("learningRate", 2e-4, 1e-8, 1, "Peak learning rate (AdamW)."),
+                    integer("epochs", 3, 1, 1000, "Passes over the training data."),
+                    integer("maxLength", 256, 8, 32768, "Tokens per example; longer ones are truncated."),
+                    integer("seed", 0, 0, Long.MAX_VALUE, "Seed for initialisation, shuffling and dropout.")),
+            object("quantize", "Weight quantization and its accuracy gate.",
+                    oneOf("method", "awq", "rtn, awq or gptq.", "rtn", "awq", "gptq"),
+                    integer("bits", 8, 2, 8, "Weight bits."),
+                    integer("group", 128, 0, 8192, "Input columns per scale; 0 for per channel."),
+                    bool("symmetric", false, "Symmetric (no zero point)."),
+                    string("calibration", null, "Id or path of calibration JSONL (default: the bundled set)."),
+                    integer("calibrationSamples", 128, 1, 100000, "Calibration samples."),
+                    integer("calibrationLength", 512, 2, 32768, "Tokens per calibration sample."),
+                    strings("keep", List.of(), "Module patterns kept in float, e.g. q_proj."),
+                    oneOf("format", "qdq", "qdq (NPU), matmulnbits (CPU) or both.", "qdq", "matmulnbits", "both"),
+                    number("maxDeltaPpl", 0.5, 0, 1e9, "Gate: largest allowed perplexity rise.")),
+            object("export", "ONNX export.",
+                    oneOf("variant", "static", "static (NPU graphs) or dynamic (Hugging Face convention).", "static", "dynamic"),
+                    integer("opset", 17, 17, 21, "ONNX opset (21 is used where INT4 needs it)."),
+                    integer("seq", 128, 1, 4096, "Static prompt-graph length."),
+                    integer("ctx", 512, 2, 4096, "Static context length.")),
+            object("compile", "NPU compilation.",
+                    oneOf("target", "ort-qnn", "ort-qnn, qnn-context-binary or qnn-model-lib.", "ort-qnn", "qnn-context-binary", "qnn-model-lib"),
+                    string("soc", "SM8650", "Target chipset (e.g. SM8650 = Snapdragon 8 Gen 3)."),
+                    integer("htpArch", 75, 68, 99, "Hexagon HTP architecture (v75 for SM8650).")),
+            object("sign", "Signing of stored artifacts.",
+                    bool("provenance", true, "Attach a signed provenance statement.")),
+            object("benchmark", "On-device benchmark.",
+                    string("device", null, "Device name, chipset or backend to run on (default: any capable runner)."),
+                    strings("backends", List.of("ort-cpu"), "Backends to measure.", "ort-cpu", "ort-qnn", "adb-qnn"),
+                    integer("promptLength", 128, 1, 4096, "Prompt tokens."),
+                    integer("newTokens", 64, 1, 4096, "Decoded tokens.")));
+
+    private JobSpecSchema() {
+    }
+
+    /** Checks a document; returns it with every default filled in, or throws with every problem found. */
+    public static ObjectNode validate(JsonNode doc) {
+        List<Problem> problems = new ArrayList<>();
+        if (doc == null || !doc.isObject()) {
+            throw new InvalidJobSpecException(List.of(new Problem("", "a job spec must be an object")));
+        }
+        ObjectNode filled = checkObject(ROOT, doc, "", problems);
+        if (problems.isEmpty()) {
+            crossChecks(filled, problems);
+        }
+        if (!problems.isEmpty()) {
+            throw new InvalidJobSpecException(problems);
+        }
+        return filled;
+    }
+
+    private static ObjectNode checkObject(FieldSpec spec, JsonNode node, String path, List<Problem> problems) {
+        ObjectNode out = NODES.objectNode();
+        Set<String> known = new HashSet<>();
+        for (FieldSpec f : spec.fields()) {
+            known.add(f.name());
+            String p = path.isEmpty() ? f.name() : path + "." + f.name();
+            JsonNode v = node.get(f.name());
+            if (v == null || v.isNull()) {
+                if (f.required()) {
+                    problems.add(new Problem(p, "is required"));
+                } else if (f.kind() == FieldSpec.Kind.OBJECT) {
+                    out.set(f.name(), checkObject(f, NODES.objectNode(), p, problems));
+                } else if (f.defaultValue() != null) {
+                    out.set(f.name(), new ObjectMapper().valueToTree(f.defaultValue()));
+                }
+                continue;
+            }
+            JsonNode checked = checkValue(f, v, p, problems);
+            if (checked != null) {
+                out.set(f.name(), checked);
+            }
+        }
+        for (Iterator<String> it = node.fieldNames(); it.hasNext(); ) {
+            String name = it.next();
+            if (!known.contains(name)) {
+                problems.add(new Problem(path.isEmpty() ? name : path + "." + name, "unknown field"));
+            }
+        }
+        return out;
+    }
+
+    private static JsonNode checkValue(FieldSpec f, JsonNode v, String p, List<Problem> problems) {
+        switch (f.kind()) {
+            case OBJECT -> {
+                if (!v.isObject()) {
+                    problems.add(new Problem(p, "must be an object"));
+                    return null;
+                }
+                return checkObject(f, v, p, problems);
+            }
+            case STRING -> {
+                if (!v.isTextual() || v.asText().isBlank()) {
+                    problems.add(new Problem(p, "must be a non-empty string"));
+                    return null;
+                }
+                if (f.allowed() != null && !f.allowed().contains(v.asText())) {
+                    problems.add(new Problem(p, "must be one of " + f.allowed() + ", got '" + v.asText() + "'"));
+                }
+                return v;
+            }
+            case INTEGER -> {
+                if (!v.isIntegralNumber()) {
+                    problems.add(new Problem(p, "must be an integer"));
+                    return null;
+                }
+                checkRange(f, v.asDouble(), p, problems);
+                return v;
+            }
+            case NUMBER -> {
+                if (!v.isNumber()) {
+                    problems.add(new Problem(p, "must be a number"));
+                    return null;
+                }
+                checkRange(f, v.asDouble(), p, problems);
+                return v;
+            }
+            case BOOLEAN -> {
+                if (!v.isBoolean()) {
+                    problems.add(new Problem(p, "must be true or false"));
+                    return null;
+                }
+                return v;
+            }
+            case STRING_LIST -> {
+                if (!v.isArray()) {
+                    problems.add(new Problem(p, "must be a list of strings"));
+                    return null;
+                }
+                Set<String> seen = new HashSet<>();
+                for (int i = 0; i < v.size(); i++) {
+                    JsonNode e = v.get(i);
+                    if (!e.isTextual()) {
+                        problems.add(new Problem(p + "[" + i + "]", "must be a string"));
+                    } else if (f.allowed() != null && !f.allowed().contains(e.asText())) {
+                        problems.add(new Problem(p + "[" + i + "]", "must be one of " + f.allowed() + ", got '" + e.asText() + "'"));
+                    } else if (!seen.add(e.asText())) {
+                        problems.add(new Problem(p + "[" + i + "]", "'" + e.asText() + "' is listed twice"));
+                    }
+                }
+                return v;
+            }
+            default -> throw new IllegalStateException(f.kind().toString());
+        }
+    }
+
+    private static void checkRange(FieldSpec f, double v, String p, List<Problem> problems) {
+        if ((f.min() != null && v < f.min()) || (f.max() != null && v > f.max())) {
+            problems.add(new Problem(p, "must be between " + fmt(f.min()) + " and " + fmt(f.max()) + ", got " + fmt(v)));
+        }
+    }
+
+    private static String fmt(Double d) {
+        return d == Math.rint(d) && Math.abs(d) < 1e15 ? Long.toString(d.longValue()) : Double.toString(d);
+    }
+
+    /** Rules across fields: model source, stage order and dependencies, bit/group/format combinations. */
+    private static void crossChecks(ObjectNode s, List<Problem> problems) {
+        JsonNode model = s.path("model");
+        if (model.has("upload") == model.has("path")) {
+            problems.add(new Problem("model", "give exactly one of upload or path"));
+        }
+        List<Stage> stages = new ArrayList<>();
+        for (JsonNode n : s.path("stages")) {
+            stages.add(Stage.parse(n.asText()));
+        }
+        if (stages.isEmpty()) {
+            problems.add(new Problem("stages", "must name at least one stage"));
+        }
+        for (int i = 1; i < stages.size(); i++) {
+            if (stages.get(i).ordinal() < stages.get(i - 1).ordinal()) {
+                problems.add(new Problem("stages", "'" + stages.get(i).id() + "' must come before '" + stages.get(i - 1).id()
+                        + "' (order: finetune, merge, quantize, export, compile, sign, benchmark)"));
+            }
+        }
+        if (stages.contains(Stage.FINETUNE) && !s.path("finetune").has("data")) {
+            problems.add(new Problem("finetune.data", "is required when the finetune stage runs"));
+        }
+        if (stages.contains(Stage.MERGE) && !stages.contains(Stage.FINETUNE)) {
+            problems.add(new Problem("stages", "'merge' needs 'finetune' (there is no adapter to merge)"));
+        }
+        if (stages.contains(Stage.COMPILE) && !stages.contains(Stage.EXPORT)) {
+            problems.add(new Problem("stages", "'compile' needs 'export'"));
+        }
+        if (stages.contains(Stage.BENCHMARK) && !stages.contains(Stage.EXPORT)) {
+            problems.add(new Problem("stages", "'benchmark' needs 'export'"));
+        }
+        if (stages.contains(Stage.COMPILE) && "dynamic".equals(s.path("export").path("variant").asText())) {
+            problems.add(new Problem("export.variant", "compile needs the static variant (the NPU runs fixed shapes)"));
+        }
+        JsonNode e = s.path("export");
+        if (e.path("seq").asInt() >= e.path("ctx").asInt()) {
+            problems.add(new Problem("export.seq", "must be smaller than export.ctx (" + e.path("ctx").asInt() + ")"));
+        }
+        JsonNode q = s.path("quantize");
+        int group = q.path("group").asInt();
+        if (group > 0 && group < 8) {
+            problems.add(new Problem("quantize.group", "must be 0 (per channel) or at least 8"));
+        }
+        if (stages.contains(Stage.QUANTIZE) && !"qdq".equals(q.path("format").asText())) {
+            int bits = q.path("bits").asInt();
+            if (bits != 4 && bits != 8) {
+                problems.add(new Problem("quantize.format", "matmulnbits takes 4 or 8 bits, not " + bits + "; use qdq"));
+            }
+            if (group > 0 && (Integer.bitCount(group) != 1 || group < 16 || group > 256)) {
+                problems.add(new Problem("quantize.group", "matmulnbits takes groups of 16, 32, 64, 128 or 256, not " + group));
+            }
+        }
+    }
+
+    /** The JSON Schema (draft 2020-12) of the job spec, generated from the same declarations. */
+    public static ObjectNode jsonSchema() {
+        ObjectNode root = schemaOf(ROOT);
+        root.put("$schema", "https://json-schema.org/draft/2020-12/schema");
+        root.put("$id", "https://hexforge.dev/schemas/job-spec-v" + VERSION + ".json");
+        root.put("title", "Hexforge job spec v" + VERSION);
+        return root;
+    }
+
+    private static ObjectNode schemaOf(FieldSpec f) {
+        ObjectNode n = NODES.objectNode();
+        if (f.description() != null) {
+            n.put("description", f.description());
+        }
+        ObjectMapper m = new ObjectMapper();
+        switch (f.kind()) {
+            case OBJECT -> {
+                n.put("type", "object");
+                n.put("additionalProperties", false);
+                ObjectNode props = n.putObject("properties");
+                ArrayNode required = NODES.arrayNode();
+                for (FieldSpec c : f.fields()) {
+                    props.set(c.name(), schemaOf(c));
+                    if (c.required()) {
+                        required.add(c.name());
+                    }
+                }
+                if (!required.isEmpty()) {
+                    n.set("required", required);
+                }
+            }
+            case STRING -> {
+                n.put("type", "string");
+                if (f.allowed() != null) {
+                    ArrayNode en = n.putArray("enum");
+                    f.allowed().forEach(en::add);
+                }
+            }
+            case INTEGER, NUMBER -> {
+                n.put("type", f.kind() == FieldSpec.Kind.INTEGER ? "integer" : "number");
+                if (f.min() != null) {
+                    n.set("minimum", f.kind() == FieldSpec.Kind.INTEGER ? NODES.numberNode(f.min().longValue()) : NODES.numberNode(f.min()));
+                }
+                if (f.max() != null) {
+                    n.set("maximum", f.kind() == FieldSpec.Kind.INTEGER ? NODES.numberNode(f.max().longValue()) : NODES.numberNode(f.max()));
+                }
+            }
+            case BOOLEAN -> n.put("type", "boolean");
+            case STRING_LIST -> {
+                n.put("type", "array");
+                n.put("uniqueItems", true);
+                ObjectNode items = n.putObject("items").put("type", "string");
+                if (f.allowed() != null) {
+                    ArrayNode en = items.putArray("enum");
+                    f.allowed().forEach(en::add);
+                }
+            }
+        }
+        if (f.defaultValue() != null) {
+            n.set("default", m.valueToTree(f.defaultValue()));
+        }
+        return n;
+    }
+
+}

@@ -1,0 +1,15 @@
+package dev.hexforge.contracts;
+
+/** Kafka topic names. The version suffix changes when a message's schema changes incompatibly. */
+public final class Topics {
+    /** Events every stage service emits (progress, completed, failed), consumed by the gateway. */
+    public static final String STAGE_EVENTS = "hexforge.stage-events.v1";
+
+    private Topics() {
+    }
+
+    /** Requests for one stage, consumed by that stage's service in a consumer group. */
+    public static String requests(Stage stage) {
+        return "hexforge.stage." + stage.id() + ".requests.v1";
+    }
+}
