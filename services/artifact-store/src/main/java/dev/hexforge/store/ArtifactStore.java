@@ -1,0 +1,170 @@
+package dev.hexforge.store;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.minio.BucketExistsArgs;
+import io.minio.GetObjectArgs;
+import io.minio.MakeBucketArgs;
+import io.minio.MinioClient;
+import io.minio.PutObjectArgs;
+import io.minio.StatObjectArgs;
+import io.minio.errors.ErrorResponseException;
+
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.DigestInputStream;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.stream.Stream;
+
+/**
+ * Folders stored content-addressed in an S3 bucket: every file under {@code objects/<sha256>} (identical content is
+ * stored once), and a manifest listing paths, digests and sizes, itself stored by its digest. A folder is named by
+ * its manifest's digest.
+ */
+public final class ArtifactStore {
+    public static final String BUCKET = "hexforge-artifacts";
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private final MinioClient client;
+
+    /** One file of a stored folder. */
+    public record Entry(String path, String sha256, long size) {
+    }
+
+    /** A stored folder: its manifest's digest and key, its files, and their total size. */
+    public record StoredFolder(String sha256, String key, List<Entry> files, long size) {
+    }
+
+    public ArtifactStore(String endpoint, String accessKey, String secretKey) {
+        this.client = MinioClient.builder().endpoint(endpoint).credentials(accessKey, secretKey).build();
+        try {
+            if (!client.bucketExists(BucketExistsArgs.builder().bucket(BUCKET).build())) {
+                client.makeBucket(MakeBucketArgs.builder().bucket(BUCKET).build());
+            }
+        } catch (Exception e) {
+            throw new StoreException("object storage at " + endpoint + " is not reachable: " + e.getMessage(), e);
+        }
+    }
+
+    public static String key(String sha256) {
+        return "objects/" + sha256;
+    }
+
+    public StoredFolder putFolder(Path dir) {
+        List<Entry> entries = new ArrayList<>();
+        try (Stream<Path> s = Files.walk(dir)) {
+            for (Path f : s.filter(Files::isRegularFile).sorted().toList()) {
+                String sha = sha256(f);
+                long size = Files.size(f);
+                if (!exists(key(sha))) {
+                    try (InputStream in = Files.newInputStream(f)) {
+                        client.putObject(PutObjectArgs.builder().bucket(BUCKET).object(key(sha)).stream(in, size, -1).build());
+                    }
+                }
+                entries.add(new Entry(dir.relativize(f).toString().replace('\\', '/'), sha, size));
+            }
+            byte[] manifest = JSON.writeValueAsBytes(entries);
+            String sha = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(manifest));
+            if (!exists(key(sha))) {
+                client.putObject(PutObjectArgs.builder().bucket(BUCKET).object(key(sha))
+                        .stream(new ByteArrayInputStream(manifest), manifest.length, -1).contentType("application/json").build());
+            }
+            return new StoredFolder(sha, key(sha), entries, entries.stream().mapToLong(Entry::size).sum());
+        } catch (StoreException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new StoreException("storing " + dir + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Downloads a stored folder into {@code dir}, checking every file's digest. */
+    public List<Entry> getFolder(String manifestSha, Path dir) {
+        try {
+            byte[] manifest;
+            try (InputStream in = client.getObject(GetObjectArgs.builder().bucket(BUCKET).object(key(manifestSha)).build())) {
+                manifest = in.readAllBytes();
+            }
+            List<Entry> entries = List.of(JSON.readValue(manifest, Entry[].class));
+            for (Entry e : entries) {
+                Path target = dir.resolve(e.path()).normalize();
+                if (!target.startsWith(dir.normalize())) {
+                    throw new StoreException("manifest " + manifestSha + " names a path outside the folder: " + e.path());
+                }
+                Files.createDirectories(target.getParent());
+                MessageDigest md = MessageDigest.getInstance("SHA-256");
+                try (InputStream in = new DigestInputStream(client.getObject(GetObjectArgs.builder().bucket(BUCKET).object(key(e.sha256())).build()), md)) {
+                    Files.copy(in, target);
+                }
+                String got = HexFormat.of().formatHex(md.digest());
+                if (!got.equals(e.sha256())) {
+                    throw new StoreException("object " + e.sha256() + " (" + e.path() + ") is corrupt in storage: digest " + got);
+                }
+            }
+            return entries;
+        } catch (StoreException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new StoreException("fetching folder " + manifestSha + ": " + e.getMessage(), e);
+        }
+    }
+
+    public boolean exists(String key) throws Exception {
+        try {
+            client.statObject(StatObjectArgs.builder().bucket(BUCKET).object(key).build());
+            return true;
+        } catch (ErrorResponseException e) {
+            if ("NoSuchKey".equals(e.errorResponse().code()) || "NoSuchObject".equals(e.errorResponse().code())) {
+                return false;
+            }
+            throw e;
+        }
+    }
+
+    /** Small JSON documents (attempt results) under a key of the caller's choosing. */
+    public void putJson(String key, Object value) {
+        try {
+            byte[] b = JSON.writeValueAsBytes(value);
+            client.putObject(PutObjectArgs.builder().bucket(BUCKET).object(key).stream(new ByteArrayInputStream(b), b.length, -1)
+                    .contentType("application/json").build());
+        } catch (Exception e) {
+            throw new StoreException("storing " + key + ": " + e.getMessage(), e);
+        }
+    }
+
+    public byte[] getBytes(String key) {
+        try (InputStream in = client.getObject(GetObjectArgs.builder().bucket(BUCKET).object(key).build())) {
+            return in.readAllBytes();
+        } catch (Exception e) {
+            throw new StoreException("reading " + key + ": " + e.getMessage(), e);
+        }
+    }
+
+    static String sha256(Path f) throws IOException {
+        try (InputStream in = Files.newInputStream(f)) {
+            MessageDigest md = MessageDigest.getInstance("SHA-256");
+            byte[] buf = new byte[1 << 20];
+            int n;
+            while ((n = in.read(buf)) > 0) {
+                md.update(buf, 0, n);
+            }
+            return HexFormat.of().formatHex(md.digest());
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Object storage failed or holds something unexpected. */
+    public static class StoreException extends RuntimeException {
+        public StoreException(String message, Throwable cause) {
+            super(message, cause);
+        }
+
+        public StoreException(String message) {
+            super(message);
+        }
+    }
+}

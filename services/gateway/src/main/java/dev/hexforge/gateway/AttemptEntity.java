@@ -1,0 +1,48 @@
+package dev.hexforge.gateway;
+
+import jakarta.persistence.Column;
+import jakarta.persistence.Entity;
+import jakarta.persistence.EnumType;
+import jakarta.persistence.Enumerated;
+import jakarta.persistence.Id;
+import jakarta.persistence.Table;
+
+import java.time.Instant;
+import java.util.UUID;
+
+@Entity
+@Table(name = "stage_attempts")
+public class AttemptEntity {
+    public enum State { DISPATCHED, RUNNING, COMPLETED, FAILED, CANCELLED, SUPERSEDED }
+
+    @Id
+    UUID id;
+    @Column(name = "job_id", nullable = false)
+    UUID jobId;
+    @Column(nullable = false)
+    String stage;
+    @Column(name = "attempt_no", nullable = false)
+    int attemptNo;
+    @Enumerated(EnumType.STRING)
+    @Column(nullable = false)
+    State state;
+    double progress;
+    @Column(columnDefinition = "text")
+    String message;
+    @Column(nullable = false, columnDefinition = "text")
+    String inputs;
+    @Column(columnDefinition = "text")
+    String outputs;
+    @Column(name = "error_code")
+    String errorCode;
+    @Column(name = "error_message", columnDefinition = "text")
+    String errorMessage;
+    @Column(name = "error_hint", columnDefinition = "text")
+    String errorHint;
+    @Column(name = "started_at", nullable = false)
+    Instant startedAt;
+    @Column(name = "updated_at", nullable = false)
+    Instant updatedAt;
+    @Column(name = "finished_at")
+    Instant finishedAt;
+}

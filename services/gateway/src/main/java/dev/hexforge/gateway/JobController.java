@@ -1,0 +1,139 @@
+package dev.hexforge.gateway;
+
+import com.fasterxml.jackson.core.type.TypeReference;
+import dev.hexforge.contracts.ContractsJson;
+import dev.hexforge.contracts.InvalidJobSpecException;
+import dev.hexforge.contracts.JobSpec;
+import org.springframework.data.domain.Page;
+import org.springframework.data.domain.PageRequest;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.ExceptionHandler;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PathVariable;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestBody;
+import org.springframework.web.bind.annotation.RequestHeader;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RequestParam;
+import org.springframework.web.bind.annotation.RestController;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+/** Jobs API v1. The tenant comes from the caller's identity (a header until API tokens land). */
+@RestController
+@RequestMapping("/api/v1/jobs")
+class JobController {
+    static final String TENANT_HEADER = "X-Hexforge-Tenant";
+    private final JobService jobs;
+    private final JobRepository repo;
+
+    JobController(JobService jobs, JobRepository repo) {
+        this.jobs = jobs;
+        this.repo = repo;
+    }
+
+    @PostMapping(consumes = {"application/json", "application/yaml", "application/x-yaml", "text/yaml", "text/plain"})
+    ResponseEntity<Map<String, Object>> create(@RequestBody String body, @RequestHeader(value = TENANT_HEADER, defaultValue = "default") String tenant) {
+        JobEntity j = jobs.submit(body, tenant);
+        return ResponseEntity.status(HttpStatus.CREATED).body(view(j, false));
+    }
+
+    @GetMapping
+    Map<String, Object> list(@RequestHeader(value = TENANT_HEADER, defaultValue = "default") String tenant,
+                             @RequestParam(required = false) String state,
+                             @RequestParam(defaultValue = "0") int page, @RequestParam(defaultValue = "20") int size) {
+        PageRequest p = PageRequest.of(Math.max(0, page), Math.min(Math.max(1, size), 200));
+        Page<JobEntity> result = state == null ? repo.findByTenantOrderByCreatedAtDesc(tenant, p)
+                : repo.findByTenantAndStateOrderByCreatedAtDesc(tenant, parseState(state), p);
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("jobs", result.getContent().stream().map(j -> view(j, false)).toList());
+        out.put("page", result.getNumber());
+        out.put("size", result.getSize());
+        out.put("total", result.getTotalElements());
+        return out;
+    }
+
+    @GetMapping("/{id}")
+    Map<String, Object> get(@PathVariable UUID id, @RequestHeader(value = TENANT_HEADER, defaultValue = "default") String tenant) {
+        return view(jobs.get(id, tenant), true);
+    }
+
+    @PostMapping("/{id}/cancel")
+    Map<String, Object> cancel(@PathVariable UUID id, @RequestHeader(value = TENANT_HEADER, defaultValue = "default") String tenant) {
+        return view(jobs.cancel(id, tenant), false);
+    }
+
+    @PostMapping("/{id}/resume")
+    Map<String, Object> resume(@PathVariable UUID id, @RequestHeader(value = TENANT_HEADER, defaultValue = "default") String tenant) {
+        return view(jobs.resume(id, tenant), false);
+    }
+
+    private static JobEntity.State parseState(String s) {
+        for (JobEntity.State st : JobEntity.State.values()) {
+            if (st.name().equalsIgnoreCase(s)) {
+                return st;
+            }
+        }
+        throw new IllegalArgumentException("state must be one of running, completed, failed, cancelled; got '" + s + "'");
+    }
+
+    @ExceptionHandler(IllegalArgumentException.class)
+    ResponseEntity<Map<String, Object>> badParameter(IllegalArgumentException e) {
+        return ResponseEntity.badRequest().body(Map.of("error", e.getMessage()));
+    }
+
+    private Map<String, Object> view(JobEntity j, boolean withAttempts) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("id", j.id.toString());
+        m.put("name", j.name);
+        m.put("state", j.state.name().toLowerCase());
+        m.put("currentStage", j.currentStage);
+        m.put("createdAt", j.createdAt.toString());
+        m.put("updatedAt", j.updatedAt.toString());
+        if (j.errorMessage != null) {
+            m.put("error", Map.of("code", j.errorCode, "message", j.errorMessage, "hint", j.errorHint == null ? "" : j.errorHint));
+        }
+        if (withAttempts) {
+            m.put("spec", ContractsJson.MAPPER.convertValue(ContractsJson.read(j.spec, JobSpec.class), new TypeReference<Map<String, Object>>() { }));
+            List<Map<String, Object>> attempts = jobs.attempts(j.id).stream().map(a -> {
+                Map<String, Object> v = new LinkedHashMap<>();
+                v.put("id", a.id.toString());
+                v.put("stage", a.stage);
+                v.put("attempt", a.attemptNo);
+                v.put("state", a.state.name().toLowerCase());
+                v.put("progress", a.progress);
+                v.put("message", a.message);
+                v.put("startedAt", a.startedAt.toString());
+                v.put("finishedAt", a.finishedAt == null ? null : a.finishedAt.toString());
+                v.put("durationMs", a.finishedAt == null ? null : a.finishedAt.toEpochMilli() - a.startedAt.toEpochMilli());
+                v.put("outputs", a.outputs == null ? List.of() : ContractsJson.read(a.outputs, List.class));
+                if (a.errorMessage != null) {
+                    v.put("error", Map.of("code", a.errorCode, "message", a.errorMessage, "hint", a.errorHint == null ? "" : a.errorHint));
+                }
+                return v;
+            }).toList();
+            m.put("stages", attempts);
+        }
+        return m;
+    }
+
+    @ExceptionHandler(InvalidJobSpecException.class)
+    ResponseEntity<Map<String, Object>> invalid(InvalidJobSpecException e) {
+        return ResponseEntity.badRequest().body(Map.of("error", "invalid job spec",
+                "problems", e.problems().stream().map(p -> Map.of("path", p.path(), "message", p.message())).toList()));
+    }
+
+    @ExceptionHandler(JobNotFoundException.class)
+    ResponseEntity<Map<String, Object>> notFound(JobNotFoundException e) {
+        return ResponseEntity.status(HttpStatus.NOT_FOUND).body(Map.of("error", e.getMessage()));
+    }
+
+    @ExceptionHandler(IllegalStateException.class)
+    ResponseEntity<Map<String, Object>> conflict(IllegalStateException e) {
+        return ResponseEntity.status(HttpStatus.CONFLICT).body(Map.of("error", e.getMessage()));
+    }
+}

@@ -1,0 +1,40 @@
+package dev.hexforge.gateway;
+
+import jakarta.persistence.Column;
+import jakarta.persistence.Entity;
+import jakarta.persistence.Id;
+import jakarta.persistence.Table;
+
+import java.time.Instant;
+import java.util.UUID;
+
+@Entity
+@Table(name = "jobs")
+public class JobEntity {
+    public enum State { RUNNING, COMPLETED, FAILED, CANCELLED }
+
+    @Id
+    UUID id;
+    @Column(nullable = false)
+    String tenant;
+    String name;
+    @Column(nullable = false, columnDefinition = "text")
+    String spec;
+    @Column(nullable = false)
+    @jakarta.persistence.Enumerated(jakarta.persistence.EnumType.STRING)
+    State state;
+    @Column(name = "current_stage")
+    String currentStage;
+    @Column(name = "current_attempt")
+    UUID currentAttempt;
+    @Column(name = "error_code")
+    String errorCode;
+    @Column(name = "error_message", columnDefinition = "text")
+    String errorMessage;
+    @Column(name = "error_hint", columnDefinition = "text")
+    String errorHint;
+    @Column(name = "created_at", nullable = false)
+    Instant createdAt;
+    @Column(name = "updated_at", nullable = false)
+    Instant updatedAt;
+}

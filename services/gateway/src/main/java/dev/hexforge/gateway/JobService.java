@@ -1,0 +1,178 @@
+package dev.hexforge.gateway;
+
+import com.fasterxml.jackson.core.type.TypeReference;
+import dev.hexforge.contracts.Capabilities;
+import dev.hexforge.contracts.ContractsJson;
+import dev.hexforge.contracts.JobSpec;
+import dev.hexforge.contracts.JobSpecReader;
+import dev.hexforge.contracts.Stage;
+import dev.hexforge.contracts.StageEvents;
+import dev.hexforge.contracts.StageEvents.ArtifactRef;
+import dev.hexforge.contracts.Topics;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.stereotype.Service;
+import org.springframework.transaction.annotation.Transactional;
+
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+
+/**
+ * The job state machine. Every transition and the stage request it causes are written in one transaction (the
+ * request goes to the outbox), so no request leaves without its row and no row exists without its request.
+ */
+@Service
+public class JobService {
+    private static final Logger LOG = LoggerFactory.getLogger(JobService.class);
+    private final JobRepository jobs;
+    private final AttemptRepository attempts;
+    private final OutboxRepository outbox;
+    private final Capabilities capabilities;
+
+    JobService(JobRepository jobs, AttemptRepository attempts, OutboxRepository outbox, Capabilities capabilities) {
+        this.jobs = jobs;
+        this.attempts = attempts;
+        this.outbox = outbox;
+        this.capabilities = capabilities;
+    }
+
+    /** Validates (every problem at once), checks this fleet can run it, and dispatches the first stage. */
+    @Transactional
+    public JobEntity submit(String body, String tenant) {
+        JobSpec spec = JobSpecReader.read(body);
+        capabilities.require(spec);
+        Instant now = Instant.now();
+        JobEntity j = new JobEntity();
+        j.id = UUID.randomUUID();
+        j.tenant = tenant;
+        j.name = spec.name() != null ? spec.name() : spec.model().path() != null ? spec.model().path() : spec.model().upload();
+        j.spec = ContractsJson.write(spec);
+        j.state = JobEntity.State.RUNNING;
+        j.createdAt = now;
+        j.updatedAt = now;
+        j = jobs.save(j); // merge (the id is assigned): keep working on the managed instance
+        dispatch(j, spec, spec.stageList().get(0), List.of());
+        LOG.info("job {} submitted: stages {}", j.id, spec.stages());
+        return j;
+    }
+
+    private void dispatch(JobEntity j, JobSpec spec, Stage stage, List<ArtifactRef> inputs) {
+        Instant now = Instant.now();
+        AttemptEntity a = new AttemptEntity();
+        a.id = UUID.randomUUID();
+        a.jobId = j.id;
+        a.stage = stage.id();
+        a.attemptNo = (int) attempts.findByJobIdOrderByStartedAtAsc(j.id).stream().filter(x -> x.stage.equals(stage.id())).count() + 1;
+        a.state = AttemptEntity.State.DISPATCHED;
+        a.inputs = ContractsJson.write(inputs);
+        a.startedAt = now;
+        a.updatedAt = now;
+        attempts.save(a);
+        j.currentStage = stage.id();
+        j.currentAttempt = a.id;
+        j.updatedAt = now;
+        OutboxEntity m = new OutboxEntity();
+        m.topic = Topics.requests(stage);
+        m.messageKey = j.id.toString();
+        m.payload = ContractsJson.write(new StageEvents.StageRequest(StageEvents.SCHEMA_VERSION, j.id.toString(), a.id.toString(),
+                stage, spec, inputs, now));
+        m.createdAt = now;
+        outbox.save(m);
+    }
+
+    /** Applies a stage service's event; events of attempts that are no longer current are ignored. */
+    @Transactional
+    public void apply(StageEvents.Event e) {
+        Optional<AttemptEntity> found = attempts.findById(UUID.fromString(e.attemptId()));
+        Optional<JobEntity> job = jobs.findById(UUID.fromString(e.jobId()));
+        if (found.isEmpty() || job.isEmpty()) {
+            LOG.warn("event for unknown attempt {} of job {} ignored", e.attemptId(), e.jobId());
+            return;
+        }
+        AttemptEntity a = found.get();
+        JobEntity j = job.get();
+        if (!a.id.equals(j.currentAttempt) || j.state != JobEntity.State.RUNNING) {
+            LOG.info("event {} for superseded attempt {} of job {} ignored", e.getClass().getSimpleName(), a.id, j.id);
+            return;
+        }
+        Instant now = Instant.now();
+        a.updatedAt = now;
+        j.updatedAt = now;
+        if (e instanceof StageEvents.Progress p) {
+            a.state = AttemptEntity.State.RUNNING;
+            a.progress = p.percent();
+            a.message = p.message();
+        } else if (e instanceof StageEvents.Completed c) {
+            a.state = AttemptEntity.State.COMPLETED;
+            a.progress = 100;
+            a.outputs = ContractsJson.write(c.outputs());
+            a.finishedAt = now;
+            JobSpec spec = ContractsJson.read(j.spec, JobSpec.class);
+            List<Stage> stages = spec.stageList();
+            int next = stages.indexOf(c.stage()) + 1;
+            if (next < stages.size()) {
+                dispatch(j, spec, stages.get(next), c.outputs());
+            } else {
+                j.state = JobEntity.State.COMPLETED;
+                LOG.info("job {} completed", j.id);
+            }
+        } else if (e instanceof StageEvents.Failed f) {
+            a.state = AttemptEntity.State.FAILED;
+            a.finishedAt = now;
+            a.errorCode = f.error().code();
+            a.errorMessage = f.error().message();
+            a.errorHint = f.error().hint();
+            j.state = JobEntity.State.FAILED;
+            j.errorCode = f.error().code();
+            j.errorMessage = f.error().message();
+            j.errorHint = f.error().hint();
+            LOG.info("job {} failed at {}: {}", j.id, f.stage().id(), f.error().message());
+        }
+    }
+
+    @Transactional
+    public JobEntity cancel(UUID id, String tenant) {
+        JobEntity j = jobs.findByIdAndTenant(id, tenant).orElseThrow(() -> new JobNotFoundException(id));
+        if (j.state != JobEntity.State.RUNNING) {
+            throw new IllegalStateException("job " + id + " is " + j.state.name().toLowerCase() + "; only running jobs can be cancelled");
+        }
+        j.state = JobEntity.State.CANCELLED;
+        j.updatedAt = Instant.now();
+        attempts.findById(j.currentAttempt).ifPresent(a -> {
+            a.state = AttemptEntity.State.CANCELLED;
+            a.finishedAt = Instant.now();
+        });
+        return j;
+    }
+
+    /** Re-runs the stage that failed (or was cancelled), feeding it the outputs of the stage before it. */
+    @Transactional
+    public JobEntity resume(UUID id, String tenant) {
+        JobEntity j = jobs.findByIdAndTenant(id, tenant).orElseThrow(() -> new JobNotFoundException(id));
+        if (j.state != JobEntity.State.FAILED && j.state != JobEntity.State.CANCELLED) {
+            throw new IllegalStateException("job " + id + " is " + j.state.name().toLowerCase() + "; only failed or cancelled jobs can be resumed");
+        }
+        AttemptEntity last = attempts.findById(j.currentAttempt).orElseThrow();
+        List<ArtifactRef> inputs = ContractsJson.MAPPER.convertValue(parse(last.inputs), new TypeReference<List<ArtifactRef>>() { });
+        j.state = JobEntity.State.RUNNING;
+        j.errorCode = null;
+        j.errorMessage = null;
+        j.errorHint = null;
+        dispatch(j, ContractsJson.read(j.spec, JobSpec.class), Stage.parse(last.stage), inputs);
+        return j;
+    }
+
+    private static Object parse(String json) {
+        return ContractsJson.read(json, Object.class);
+    }
+
+    public JobEntity get(UUID id, String tenant) {
+        return jobs.findByIdAndTenant(id, tenant).orElseThrow(() -> new JobNotFoundException(id));
+    }
+
+    public List<AttemptEntity> attempts(UUID jobId) {
+        return attempts.findByJobIdOrderByStartedAtAsc(jobId);
+    }
+}

@@ -1,0 +1,155 @@
+package dev.hexforge.gateway;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.hexforge.exportservice.ExportServiceApplication;
+import dev.hexforge.infra.EmbeddedInfra;
+import dev.hexforge.store.ArtifactStore;
+import dev.hexforge.testing.Fixtures;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.context.ConfigurableApplicationContext;
+
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The fleet for real: embedded Kafka, PostgreSQL and S3, the gateway and the export service, talking over REST and Kafka. */
+class FleetIntegrationTest {
+    static final ObjectMapper JSON = new ObjectMapper();
+    static final HttpClient HTTP = HttpClient.newHttpClient();
+    @TempDir
+    static Path home;
+    static EmbeddedInfra infra;
+    static ConfigurableApplicationContext exportService;
+    static ConfigurableApplicationContext gateway;
+    static String base;
+
+    static int freePort() throws Exception {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    @BeforeAll
+    static void start() throws Exception {
+        infra = EmbeddedInfra.start(home, new EmbeddedInfra.Ports(freePort(), freePort(), freePort(), freePort()), "s3-secret");
+        String kafka = "--spring.kafka.bootstrap-servers=" + infra.kafka().bootstrapServers();
+        exportService = ExportServiceApplication.start(kafka, "--hexforge.s3.endpoint=" + infra.s3().endpoint(),
+                "--hexforge.s3.secret-key=s3-secret", "--hexforge.work-dir=" + home.resolve("work"));
+        gateway = new SpringApplicationBuilder(GatewayApplication.class).run(kafka, "--server.port=0",
+                "--spring.datasource.url=" + infra.postgres().jdbcUrl(), "--spring.datasource.username=" + infra.postgres().user(),
+                "--spring.datasource.password=" + infra.postgres().password());
+        base = "http://127.0.0.1:" + gateway.getEnvironment().getProperty("local.server.port") + "/api/v1/jobs";
+    }
+
+    @AfterAll
+    static void stop() {
+        if (gateway != null) {
+            gateway.close();
+        }
+        if (exportService != null) {
+            exportService.close();
+        }
+        if (infra != null) {
+            infra.close();
+        }
+    }
+
+    record Reply(int status, JsonNode body) {
+    }
+
+    static Reply call(String method, String url, String body, String contentType, String tenant) throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(30))
+                .header(JobController.TENANT_HEADER, tenant);
+        if (body != null) {
+            b.header("Content-Type", contentType).method(method, HttpRequest.BodyPublishers.ofString(body));
+        } else {
+            b.method(method, HttpRequest.BodyPublishers.noBody());
+        }
+        HttpResponse<String> r = HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
+        return new Reply(r.statusCode(), r.body().isEmpty() ? null : JSON.readTree(r.body()));
+    }
+
+    static JsonNode awaitState(String id, String tenant, String... states) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+        while (System.nanoTime() < deadline) {
+            JsonNode job = call("GET", base + "/" + id, null, null, tenant).body();
+            if (List.of(states).contains(job.path("state").asText())) {
+                return job;
+            }
+            Thread.sleep(200);
+        }
+        throw new AssertionError("job " + id + " did not reach " + List.of(states) + " in 120 s");
+    }
+
+    @Test
+    void anExportJobRunsThroughKafkaAndStoresItsArtifact() throws Exception {
+        String spec = "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [export]\nexport:\n  variant: static\n  seq: 32\n  ctx: 128\n";
+        Reply created = call("POST", base, spec, "application/yaml", "acme");
+        assertEquals(201, created.status(), String.valueOf(created.body()));
+        String id = created.body().path("id").asText();
+        JsonNode job = awaitState(id, "acme", "completed", "failed");
+        assertEquals("completed", job.path("state").asText(), job.toString());
+        JsonNode stage = job.path("stages").get(0);
+        assertEquals("export", stage.path("stage").asText());
+        assertEquals("completed", stage.path("state").asText());
+        assertTrue(stage.path("durationMs").asLong() >= 0);
+        JsonNode artifact = stage.path("outputs").get(0);
+        assertEquals("onnx-static", artifact.path("kind").asText());
+
+        ArtifactStore store = new ArtifactStore(infra.s3().endpoint(), infra.s3().accessKey(), infra.s3().secretKey());
+        Path fetched = home.resolve("fetched");
+        store.getFolder(artifact.path("sha256").asText(), fetched);
+        assertTrue(Files.isRegularFile(fetched.resolve("onnx/prompt.onnx")));
+        assertTrue(Files.isRegularFile(fetched.resolve("export.json")));
+
+        assertEquals(404, call("GET", base + "/" + id, null, null, "someone-else").status(), "another tenant's job does not exist");
+        JsonNode list = call("GET", base + "?state=completed", null, null, "acme").body();
+        assertTrue(list.path("total").asInt() >= 1, list.toString());
+        assertEquals(0, call("GET", base, null, null, "someone-else").body().path("total").asInt(), "tenants see only their jobs");
+        assertEquals(400, call("GET", base + "?state=sideways", null, null, "acme").status());
+    }
+
+    @Test
+    void everySpecProblemComesBackAs400WithItsPath() throws Exception {
+        Reply r = call("POST", base, "{\"model\": {}, \"quantize\": {\"bits\": 99}, \"extra\": 1}", "application/json", "acme");
+        assertEquals(400, r.status());
+        String problems = r.body().path("problems").toString();
+        assertTrue(problems.contains("quantize.bits") && problems.contains("extra") && problems.contains("unknown field"), problems);
+        Reply malformed = call("POST", base, "{\"model\": ", "application/json", "acme");
+        assertEquals(400, malformed.status());
+        assertTrue(malformed.body().path("problems").toString().contains("malformed"));
+        Reply notDeployed = call("POST", base, "{\"model\": {\"path\": \"/m\"}, \"stages\": [\"quantize\", \"export\"]}", "application/json", "acme");
+        assertEquals(400, notDeployed.status());
+        assertTrue(notDeployed.body().toString().contains("stage 'quantize' cannot run here"), notDeployed.body().toString());
+    }
+
+    @Test
+    void aFailedStageCarriesItsErrorAndCanBeResumed() throws Exception {
+        Reply created = call("POST", base, "{\"model\": {\"path\": \"" + home.resolve("no-such-model") + "\"}, \"stages\": [\"export\"]}",
+                "application/json", "acme");
+        String id = created.body().path("id").asText();
+        JsonNode job = awaitState(id, "acme", "failed", "completed");
+        assertEquals("failed", job.path("state").asText());
+        assertEquals("MODEL_INVALID", job.path("error").path("code").asText(), job.toString());
+        assertTrue(job.path("error").path("message").asText().contains("config.json"));
+        Reply resumed = call("POST", base + "/" + id + "/resume", null, null, "acme");
+        assertEquals(200, resumed.status(), String.valueOf(resumed.body()));
+        job = awaitState(id, "acme", "failed");
+        assertEquals(2, job.path("stages").size(), "a second attempt of the failed stage");
+        assertEquals(409, call("POST", base + "/" + id + "/cancel", null, null, "acme").status());
+    }
+}
