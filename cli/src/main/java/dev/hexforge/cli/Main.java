@@ -7,7 +7,7 @@ import picocli.CommandLine.Command;
 @Command(name = "hexforge", mixinStandardHelpOptions = true, version = "hexforge 0.1.0",
         description = "Turn Hugging Face LLMs into signed, benchmarked models for the Hexagon NPU.",
         subcommands = {ExportCommand.class, QuantizeCommand.class, MergeCommand.class, SignCommand.class, VerifyCommand.class, KeygenCommand.class, GenerateCommand.class, EvalCommand.class, CheckQnnCommand.class,
-                SynthCommand.class, DemoCommand.class, BenchCommand.class, CommandLine.HelpCommand.class})
+                SynthCommand.class, BenchCommand.class, CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
 
     public static void main(String[] args) {

@@ -1,0 +1,159 @@
+package dev.hexforge.standalone;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.eval.Perplexity;
+import dev.hexforge.forward.DecoderForward;
+import dev.hexforge.forward.DecoderWeights;
+import dev.hexforge.generate.CausalLm;
+import dev.hexforge.generate.Generator;
+import dev.hexforge.onnx.export.ExportOptions;
+import dev.hexforge.onnx.qnn.QnnPreflight;
+import dev.hexforge.onnx.runtime.OnnxLm;
+import dev.hexforge.quant.QuantSpec;
+import dev.hexforge.quant.QuantizationReport;
+import dev.hexforge.quant.QuantizeOptions;
+import dev.hexforge.quant.QuantizePipeline;
+import dev.hexforge.store.ArtifactStore;
+import dev.hexforge.tokenizer.Tokenizer;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.LocalDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.Arrays;
+
+/**
+ * The demo: the bundled tiny Qwen2 through the fleet (started in this JVM unless one is already up), then checks on
+ * the artifact it produced, then the passes that are libraries but not yet fleet stages, run locally and labelled so.
+ */
+final class Demo {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final HttpClient HTTP = HttpClient.newHttpClient();
+    private final Path out;
+
+    Demo(String out) {
+        this.out = out != null ? Path.of(out) : Standalone.home().resolve("demo")
+                .resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
+    }
+
+    int run() throws Exception {
+        Path model = StandaloneMain.hexforgeHome().resolve("fixtures/qwen2-tiny").toAbsolutePath().normalize();
+        Path text = StandaloneMain.hexforgeHome().resolve("fixtures/corpus/eval.txt");
+        Files.createDirectories(out);
+        String base = "http://127.0.0.1:" + Standalone.GATEWAY_PORT;
+        Standalone fleet = null;
+        if (!reachable(base)) {
+            long t0 = System.nanoTime();
+            System.out.println("fleet    starting in this JVM (Kafka, PostgreSQL, S3, gateway, export service)...");
+            fleet = Standalone.start(Standalone.home(), Standalone.GATEWAY_PORT);
+            System.out.printf("fleet    up in %.1fs at %s%n", (System.nanoTime() - t0) / 1e9, fleet.gatewayUrl());
+        } else {
+            System.out.println("fleet    using the one already up at " + base);
+        }
+        try {
+            Path onnx = out.resolve("onnx-static");
+            String spec = "{\"name\": \"demo: qwen2-tiny\", \"model\": {\"path\": " + JSON.writeValueAsString(model.toString()) + "},"
+                    + " \"stages\": [\"export\"], \"export\": {\"variant\": \"static\", \"seq\": 128, \"ctx\": 512}}";
+            JsonNode job = submitAndFollow(base, spec);
+            if (!"completed".equals(job.path("state").asText())) {
+                System.out.println("job      " + job.path("state").asText() + ": " + job.path("error"));
+                return 1;
+            }
+            String sha = job.path("stages").get(0).path("outputs").get(0).path("sha256").asText();
+            new ArtifactStore("http://127.0.0.1:" + dev.hexforge.infra.EmbeddedInfra.Ports.standalone().s3(),
+                    dev.hexforge.infra.EmbeddedInfra.S3_ACCESS_KEY, Standalone.s3Secret(Standalone.home())).getFolder(sha, onnx);
+            System.out.println("artifact " + sha.substring(0, 16) + "... downloaded and digest-checked to " + onnx);
+            check(model, onnx, text);
+            localQuantize(model, text);
+            System.out.println("artifacts in " + out.toAbsolutePath());
+            return 0;
+        } finally {
+            if (fleet != null) {
+                fleet.close();
+            }
+        }
+    }
+
+    private static boolean reachable(String base) {
+        try {
+            HTTP.send(HttpRequest.newBuilder(URI.create(base + "/api/v1/jobs?size=1")).timeout(Duration.ofSeconds(2)).build(),
+                    HttpResponse.BodyHandlers.discarding());
+            return true;
+        } catch (Exception e) {
+            return false;
+        }
+    }
+
+    private JsonNode submitAndFollow(String base, String spec) throws Exception {
+        HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create(base + "/api/v1/jobs"))
+                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(spec)).build(),
+                HttpResponse.BodyHandlers.ofString());
+        if (r.statusCode() != 201) {
+            throw new IllegalStateException("the gateway refused the demo job (" + r.statusCode() + "): " + r.body());
+        }
+        String id = JSON.readTree(r.body()).path("id").asText();
+        System.out.println("job      " + id + " submitted (stages: export)");
+        String last = "";
+        long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
+        while (System.nanoTime() < deadline) {
+            JsonNode job = JSON.readTree(HTTP.send(HttpRequest.newBuilder(URI.create(base + "/api/v1/jobs/" + id)).build(),
+                    HttpResponse.BodyHandlers.ofString()).body());
+            for (JsonNode s : job.path("stages")) {
+                int pct = (int) s.path("progress").asDouble();
+                String line = String.format("stage    %-8s attempt %d %-10s [%-20s] %3d%% %s", s.path("stage").asText(),
+                        s.path("attempt").asInt(), s.path("state").asText(), "=".repeat(pct / 5), pct,
+                        s.path("durationMs").isNull() ? "" : s.path("durationMs").asLong() + " ms");
+                if (!line.equals(last)) {
+                    System.out.println(line);
+                    last = line;
+                }
+            }
+            String state = job.path("state").asText();
+            if (!state.equals("running")) {
+                System.out.println("job      " + state);
+                return job;
+            }
+            Thread.sleep(200);
+        }
+        throw new IllegalStateException("the demo job did not finish within 10 minutes");
+    }
+
+    private static void check(Path model, Path onnx, Path text) throws Exception {
+        for (String g : new String[]{"prompt.onnx", "token.onnx"}) {
+            QnnPreflight.Report r = QnnPreflight.check(onnx.resolve("onnx").resolve(g));
+            System.out.printf("qnn      %-11s %s%n", g, r.clean() ? "clean (HTP ops only, fixed shapes)" : r.problems());
+        }
+        try (Checkpoint ckpt = Checkpoint.open(model); Tokenizer tok = Tokenizer.load(model); CausalLm lm = OnnxLm.open(onnx, 0)) {
+            int[] ids = tok.encode("First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\n");
+            int[] expected = Generator.generate(new DecoderForward(DecoderWeights.load(ckpt)), ids, Generator.Options.greedy(24), null);
+            int[] got = Generator.generate(lm, ids, Generator.Options.greedy(24), null);
+            System.out.println("generate \"" + tok.decode(got, true).replace("\n", "\\n") + "\"");
+            System.out.println("         " + (Arrays.equals(got, expected) ? "identical to the Java reference forward" : "DIFFERS from the Java reference forward"));
+            Perplexity.Result p = Perplexity.evaluate(lm, tok.encode(Files.readString(text)), 128, null);
+            System.out.printf("ppl      %.4f on eval.txt (%d tokens; reference 90.1588)%n", p.perplexity(), p.scoredTokens());
+        }
+    }
+
+    /** The quantize pass is a library already; its fleet service is not deployed yet, so the demo runs it here. */
+    private void localQuantize(Path model, Path text) {
+        QuantizeOptions[] runs = {
+                QuantizeOptions.rtn(QuantSpec.int8PerChannel(), "qdq", ExportOptions.staticShapes(128, 512), text),
+                QuantizeOptions.rtn(QuantSpec.int4Group128(), "matmulnbits", ExportOptions.dynamic(), text)};
+        try (Checkpoint ckpt = Checkpoint.open(model)) {
+            for (QuantizeOptions q : runs) {
+                Path dir = out.resolve("quant-" + q.spec().bits() + "bit-" + q.format());
+                QuantizationReport rep = QuantizePipeline.run(ckpt, q, dir, dev.hexforge.progress.Progress.NONE).report();
+                System.out.printf("quantize (local pass) %-11s %s: ppl %.4f -> %.4f, gate %s, greedy agreement %.0f%%%n",
+                        q.format(), rep.spec(), rep.floatPerplexity(), rep.quantizedPerplexity(),
+                        rep.gatePassed() ? "passed" : "FAILED", rep.greedyAgreement() * 100);
+            }
+        }
+    }
+}
