@@ -3,6 +3,7 @@ package dev.hexforge.cli;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.DecodeSession;
+import dev.hexforge.io.Folders;
 import dev.hexforge.onnx.export.DecoderExporter;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.export.ExportOptions;
@@ -21,7 +22,6 @@ import java.nio.file.StandardOpenOption;
 import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
 import java.util.stream.IntStream;
-import java.util.stream.Stream;
 
 @Command(name = "bench", mixinStandardHelpOptions = true, description = "Benchmarks that print figures.",
         subcommands = {BenchCommand.Export.class, BenchCommand.Generate.class, BenchCommand.Quantize.class})
@@ -50,7 +50,7 @@ final class BenchCommand implements Runnable {
             System.out.printf("checkpoint %s: %.1f MB; plain copy %.2fs (%.0f MB/s)%n", model.getFileName(), bytes / 1e6, cp, bytes / 1e6 / cp);
             for (ExportOptions opt : new ExportOptions[]{ExportOptions.dynamic(), ExportOptions.staticShapes(128, 512)}) {
                 Path out = work.resolve(opt.variant().name().toLowerCase());
-                deleteTree(out);
+                Folders.deleteTree(out);
                 System.gc();
                 resetPeaks();
                 long t1 = System.nanoTime();
@@ -67,7 +67,7 @@ final class BenchCommand implements Runnable {
                 Files.delete(work.resolve("copy.bin"));
                 System.out.printf("export %-7s %.2fs, wrote %.1f MB (%.0f MB/s), peak heap %.0f MB; plain copy of the written bytes %.2fs: export = %.2fx%n",
                         opt.variant().name().toLowerCase(), secs, written / 1e6, written / 1e6 / secs, peak / 1e6, cpSame, secs / cpSame);
-                deleteTree(out);
+                Folders.deleteTree(out);
             }
             return 0;
         }
@@ -230,14 +230,4 @@ final class BenchCommand implements Runnable {
         return sum;
     }
 
-    static void deleteTree(Path dir) throws IOException {
-        if (!Files.exists(dir)) {
-            return;
-        }
-        try (Stream<Path> s = Files.walk(dir)) {
-            for (Path p : s.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                Files.delete(p);
-            }
-        }
-    }
 }

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hexforge.checkpoint.Architecture;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.checkpoint.ModelConfig;
+import dev.hexforge.io.Folders;
 import dev.hexforge.progress.Progress;
 import dev.hexforge.safetensors.DType;
 import dev.hexforge.safetensors.FloatConversion;
@@ -93,7 +94,7 @@ public final class SyntheticCheckpoint {
     /** Writes the checkpoint folder; refuses a non-empty destination. */
     public static void write(Options o, Path out, Progress progress) {
         try {
-            if (Files.exists(out) && Files.list(out).findAny().isPresent()) {
+            if (!Folders.isMissingOrEmpty(out)) {
                 throw new IllegalArgumentException(out + " already exists and is not empty");
             }
             Files.createDirectories(out);

@@ -2,6 +2,7 @@ package dev.hexforge.lora;
 
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.forward.DecoderWeights.LowRankDelta;
+import dev.hexforge.io.Folders;
 import dev.hexforge.safetensors.DType;
 import dev.hexforge.safetensors.SafetensorsWriter;
 import dev.hexforge.safetensors.TensorInfo;
@@ -12,10 +13,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 
 /**
  * PEFT's {@code merge_and_unload}: base + adapter into a full Hugging Face folder. Adapted weights become
@@ -57,7 +56,7 @@ public final class LoraMerge {
             }
             Files.move(tmp, out, StandardCopyOption.ATOMIC_MOVE);
         } catch (IOException | RuntimeException e) {
-            deleteTree(tmp);
+            Folders.deleteQuietly(tmp);
             if (e instanceof IOException io) {
                 throw new UncheckedIOException("merging into " + out + ": " + io.getMessage(), io);
             }
@@ -65,14 +64,4 @@ public final class LoraMerge {
         }
     }
 
-    private static void deleteTree(Path dir) {
-        if (!Files.exists(dir)) {
-            return;
-        }
-        try (Stream<Path> s = Files.walk(dir)) {
-            s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-        } catch (IOException ignored) {
-            // best effort; the original failure is reported
-        }
-    }
 }

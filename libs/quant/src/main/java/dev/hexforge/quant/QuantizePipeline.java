@@ -7,6 +7,7 @@ import dev.hexforge.eval.Perplexity;
 import dev.hexforge.forward.DecoderForward;
 import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.generate.Generator;
+import dev.hexforge.io.Folders;
 import dev.hexforge.onnx.export.DecoderExporter;
 import dev.hexforge.onnx.export.LinearFormat;
 import dev.hexforge.progress.Progress;
@@ -51,14 +52,8 @@ public final class QuantizePipeline {
 
     public static Result run(Checkpoint ckpt, QuantizeOptions opt, Path out, Progress progress) {
         long t0 = System.nanoTime();
-        if (Files.exists(out)) {
-            try (var s = Files.list(out)) {
-                if (s.findAny().isPresent()) {
-                    throw new QuantizationException(out + " already exists and is not empty");
-                }
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
+        if (!Folders.isMissingOrEmpty(out)) {
+            throw new QuantizationException(out + " already exists and is not empty");
         }
         progress.update("quantize", 0, 3);
         DecoderWeights base = DecoderWeights.load(ckpt);

@@ -6,6 +6,7 @@ import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.contracts.Topics;
+import dev.hexforge.io.Folders;
 import dev.hexforge.onnx.export.DecoderExporter;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.export.ExportOptions;
@@ -23,11 +24,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 
 /**
  * Runs one export attempt per request: reports progress, exports, stores the folder content-addressed, and reports
@@ -84,7 +83,7 @@ class ExportWorker {
         JobSpec.Export e = spec.export();
         Variant v = e.variant().equals("static") ? Variant.STATIC : Variant.DYNAMIC;
         Path out = work.resolve(req.attemptId());
-        deleteTree(out);
+        Folders.deleteTree(out);
         Files.createDirectories(work);
         long t0 = System.nanoTime();
         long[] lastReport = {0};
@@ -103,7 +102,7 @@ class ExportWorker {
                     Map.of("variant", v.name().toLowerCase(), "graphs", info.graphs(), "files", stored.files().size(),
                             "seconds", (System.nanoTime() - t0) / 1e9));
         } finally {
-            deleteTree(out);
+            Folders.deleteQuietly(out);
         }
     }
 
@@ -120,14 +119,4 @@ class ExportWorker {
         }
     }
 
-    private static void deleteTree(Path dir) throws IOException {
-        if (!Files.exists(dir)) {
-            return;
-        }
-        try (Stream<Path> s = Files.walk(dir)) {
-            for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-                Files.delete(p);
-            }
-        }
-    }
 }

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.checkpoint.ModelConfig;
+import dev.hexforge.io.Folders;
 import dev.hexforge.onnx.proto.Onnx.ModelProto;
 import dev.hexforge.progress.Progress;
 
@@ -14,11 +15,9 @@ import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 
 /**
  * Exports a checkpoint to ONNX in one of two layouts, writing the weights once into {@code onnx/model.onnx_data}:
@@ -44,14 +43,8 @@ public final class DecoderExporter {
 
     /** Exports with the linears stored and computed as {@code format} says (float, QDQ, MatMulNBits). */
     public static ExportInfo export(Checkpoint ckpt, Path out, ExportOptions opt, LinearFormat format, Progress progress) {
-        if (Files.exists(out)) {
-            try (Stream<Path> s = Files.list(out)) {
-                if (s.findAny().isPresent()) {
-                    throw new ExportException(out + " already exists and is not empty; choose another --out or remove it");
-                }
-            } catch (IOException e) {
-                throw new ExportException(out + ": " + e.getMessage(), e);
-            }
+        if (!Folders.isMissingOrEmpty(out)) {
+            throw new ExportException(out + " already exists and is not empty; choose another --out or remove it");
         }
         Path parent = out.toAbsolutePath().getParent();
         Path tmp;
@@ -67,10 +60,10 @@ public final class DecoderExporter {
             Files.move(tmp, out, StandardCopyOption.ATOMIC_MOVE);
             return info;
         } catch (IOException e) {
-            deleteTree(tmp);
+            Folders.deleteQuietly(tmp);
             throw new ExportException("export to " + out + " failed: " + e.getMessage(), e);
         } catch (RuntimeException e) {
-            deleteTree(tmp);
+            Folders.deleteQuietly(tmp);
             throw e;
         }
     }
@@ -188,21 +181,5 @@ public final class DecoderExporter {
         JSON.writeValue(dir.resolve("genai_config.json").toFile(), root);
     }
 
-    static void deleteTree(Path dir) {
-        if (!Files.exists(dir)) {
-            return;
-        }
-        try (Stream<Path> s = Files.walk(dir)) {
-            s.sorted(Comparator.reverseOrder()).forEach(p -> {
-                try {
-                    Files.deleteIfExists(p);
-                } catch (IOException ignored) {
-                    // best effort: the caller reports the original failure
-                }
-            });
-        } catch (IOException ignored) {
-            // nothing more to clean
-        }
-    }
 
 }

@@ -5,7 +5,6 @@ import dev.hexforge.checkpoint.TensorNames.Linear;
 import dev.hexforge.onnx.builder.ExternalDataWriter;
 import dev.hexforge.onnx.builder.GraphBuilder;
 import dev.hexforge.onnx.builder.GraphBuilder.Attr;
-import dev.hexforge.onnx.export.LinearFormat;
 import dev.hexforge.onnx.export.WeightFile;
 import dev.hexforge.onnx.proto.Onnx.TensorProto.DataType;
 import dev.hexforge.quant.QuantSpec;
@@ -27,14 +26,14 @@ import java.util.function.Function;
  * the operator's default zero point. ONNX Runtime takes blocks of 16 to 256, so a per-channel spec is written as
  * blocks of 128 that all carry the row's scale (exact: the same values, the same scale).
  */
-public final class MatMulNBitsFormat implements LinearFormat {
+public final class MatMulNBitsFormat extends QuantizedLinearFormat {
     public static final String DOMAIN = "com.microsoft";
     static final int MAX_BLOCK = 256;
     /** Block used for per-channel specs: every block of a row repeats the row's one scale. */
     static final int PER_CHANNEL_BLOCK = 128;
-    private final QuantizedModel model;
 
     public MatMulNBitsFormat(QuantizedModel model) {
+        super(model);
         QuantSpec s = model.spec();
         if (s.bits() != 4 && s.bits() != 8) {
             throw new QuantizationException("MatMulNBits takes 4 or 8 bits, not " + s.bits() + "; use --format qdq for other widths");
@@ -42,18 +41,8 @@ public final class MatMulNBitsFormat implements LinearFormat {
         if (s.groupSize() > 0 && (Integer.bitCount(s.groupSize()) != 1 || s.groupSize() < 16 || s.groupSize() > MAX_BLOCK)) {
             throw new QuantizationException("MatMulNBits needs a group size of 16, 32, 64, 128 or 256, not " + s.groupSize());
         }
-        this.model = model;
     }
 
-    @Override
-    public Map<String, float[]> replacedFloatTensors() {
-        return model.replacedFloats();
-    }
-
-    @Override
-    public boolean handles(int layer, Linear linear) {
-        return model.get(layer, linear) != null;
-    }
 
     @Override
     public Map<String, Integer> domains() {

@@ -5,7 +5,6 @@ import dev.hexforge.checkpoint.TensorNames.Linear;
 import dev.hexforge.onnx.builder.ExternalDataWriter;
 import dev.hexforge.onnx.builder.GraphBuilder;
 import dev.hexforge.onnx.builder.GraphBuilder.Attr;
-import dev.hexforge.onnx.export.LinearFormat;
 import dev.hexforge.onnx.export.WeightFile;
 import dev.hexforge.onnx.proto.Onnx.TensorProto.DataType;
 import dev.hexforge.quant.QuantSpec;
@@ -25,22 +24,12 @@ import java.util.function.Function;
  * take. Per-channel specs dequantize per output column (axis 1); grouped specs are blocked along the input axis
  * (axis 0, opset 21). 4-bit values use INT4 / UINT4 (packed), other widths an 8-bit container.
  */
-public final class QdqFormat implements LinearFormat {
-    private final QuantizedModel model;
+public final class QdqFormat extends QuantizedLinearFormat {
 
     public QdqFormat(QuantizedModel model) {
-        this.model = model;
+        super(model);
     }
 
-    @Override
-    public Map<String, float[]> replacedFloatTensors() {
-        return model.replacedFloats();
-    }
-
-    @Override
-    public boolean handles(int layer, Linear linear) {
-        return model.get(layer, linear) != null;
-    }
 
     @Override
     public int minOpset() {
