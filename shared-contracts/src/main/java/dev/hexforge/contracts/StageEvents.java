@@ -54,7 +54,8 @@ public final class StageEvents {
                             List<ArtifactRef> outputs, Map<String, Object> report) implements Event {
     }
 
-    public record Failed(int schemaVersion, String jobId, String attemptId, Stage stage, Instant at, StageError error)
-            implements Event {
+    /** @param report what the stage measured before failing (e.g. a quantization report behind a failed gate) */
+    public record Failed(int schemaVersion, String jobId, String attemptId, Stage stage, Instant at, StageError error,
+                         Map<String, Object> report) implements Event {
     }
 }

@@ -129,7 +129,7 @@ class JobSpecTest {
         assertTrue(json.contains("\"type\":\"progress\"") && json.contains("2026-12-02T10:00:00Z"), json);
         assertEquals(e, ContractsJson.read(json, StageEvents.Event.class));
         StageEvents.Failed f = new StageEvents.Failed(1, "j", "a", Stage.COMPILE, Instant.EPOCH,
-                new StageEvents.StageError("QNN_6036", "dynamic tensor shape", "fix the input with --input_dim"));
+                new StageEvents.StageError("QNN_6036", "dynamic tensor shape", "fix the input with --input_dim"), Map.of("ops", 12));
         assertEquals(f, ContractsJson.read(ContractsJson.write(f), StageEvents.Event.class));
         assertThrows(IllegalArgumentException.class, () -> ContractsJson.read("{\"type\":\"progress\",\"bogus\":1}", StageEvents.Event.class));
         assertEquals("hexforge.stage.quantize.requests.v1", Topics.requests(Stage.QUANTIZE));

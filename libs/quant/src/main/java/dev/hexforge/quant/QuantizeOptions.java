@@ -11,7 +11,8 @@ import java.util.List;
  *
  * @param method       rtn, gptq or awq
  * @param keep         module-name patterns left in float (e.g. "q_proj")
- * @param format       qdq, matmulnbits or both
+ * @param format       qdq, matmulnbits or both (ONNX exports), or checkpoint (a quantized checkpoint folder for a
+ *                     later export stage)
  * @param calibration  where calibration samples come from; required by gptq and awq, unused by rtn
  * @param evalText     text scored for the accuracy gate; null skips perplexity and the gate
  * @param maxDeltaPpl  the gate: largest allowed rise in perplexity over the float model
@@ -34,8 +35,8 @@ public record QuantizeOptions(String method, QuantSpec spec, List<String> keep, 
         if (!method.equals("rtn") && calibration == null) {
             throw new QuantizationException(method + " needs calibration data: give --calib FILE (JSONL of {\"text\": ...})");
         }
-        if (!List.of("qdq", "matmulnbits", "both").contains(format)) {
-            throw new QuantizationException("format must be qdq, matmulnbits or both, got '" + format + "'");
+        if (!List.of("qdq", "matmulnbits", "both", "checkpoint").contains(format)) {
+            throw new QuantizationException("format must be qdq, matmulnbits, both or checkpoint, got '" + format + "'");
         }
         if (!(maxDeltaPpl >= 0)) {
             throw new QuantizationException("max delta perplexity must be >= 0, got " + maxDeltaPpl);

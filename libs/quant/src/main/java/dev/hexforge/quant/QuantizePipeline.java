@@ -114,7 +114,15 @@ public final class QuantizePipeline {
             Files.createDirectories(out);
             if (passed) {
                 progress.update("export", 2, 3);
-                List<String> formats = opt.format().equals("both") ? List.of("qdq", "matmulnbits") : List.of(opt.format());
+                if (opt.format().equals("checkpoint")) {
+                    QuantizedCheckpoint.write(ckpt, qm, opt.method(), out.resolve("checkpoint"));
+                    outputs.add(out.resolve("checkpoint"));
+                }
+                List<String> formats = switch (opt.format()) {
+                    case "both" -> List.of("qdq", "matmulnbits");
+                    case "checkpoint" -> List.of();
+                    default -> List.of(opt.format());
+                };
                 for (String f : formats) {
                     LinearFormat format = f.equals("qdq") ? new QdqFormat(qm) : new MatMulNBitsFormat(qm);
                     Path dir = formats.size() == 1 ? out.resolve("onnx-model") : out.resolve(f);

@@ -10,6 +10,11 @@ import dev.hexforge.io.Folders;
 import dev.hexforge.onnx.export.DecoderExporter;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.export.ExportOptions;
+import dev.hexforge.onnx.export.LinearFormat;
+import dev.hexforge.quant.QuantizedCheckpoint;
+import dev.hexforge.quant.QuantizedModel;
+import dev.hexforge.quant.onnx.MatMulNBitsFormat;
+import dev.hexforge.quant.onnx.QdqFormat;
 import dev.hexforge.onnx.export.Variant;
 import dev.hexforge.store.ArtifactStore;
 import org.slf4j.Logger;
@@ -71,24 +76,40 @@ class ExportWorker {
         } catch (Exception e) {
             LOG.info("export attempt {} failed: {}", req.attemptId(), e.getMessage());
             send(req.jobId(), ContractsJson.write(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, req.jobId(), req.attemptId(),
-                    Stage.EXPORT, Instant.now(), ErrorTriage.of(e))));
+                    Stage.EXPORT, Instant.now(), ErrorTriage.of(e), Map.of())));
         }
     }
 
     private StageEvents.Completed export(StageEvents.StageRequest req) throws IOException {
         JobSpec spec = req.spec();
-        if (spec.model().path() == null) {
-            throw new IllegalArgumentException("model uploads are not supported by this export service yet; give model.path");
-        }
         JobSpec.Export e = spec.export();
         Variant v = e.variant().equals("static") ? Variant.STATIC : Variant.DYNAMIC;
         Path out = work.resolve(req.attemptId());
+        Path in = work.resolve(req.attemptId() + "-in");
         Folders.deleteTree(out);
+        Folders.deleteTree(in);
         Files.createDirectories(work);
         long t0 = System.nanoTime();
         long[] lastReport = {0};
-        try (Checkpoint ckpt = Checkpoint.open(Path.of(spec.model().path()))) {
-            ExportInfo info = DecoderExporter.export(ckpt, out, new ExportOptions(v, e.seq(), e.ctx(), e.opset()), (what, done, total) -> {
+        Path model;
+        if (!req.inputs().isEmpty()) {
+            store.getFolder(req.inputs().get(0).sha256(), in);
+            model = in;
+        } else if (spec.model().path() != null) {
+            model = Path.of(spec.model().path());
+        } else {
+            throw new IllegalArgumentException("model uploads are not supported by this export service yet; give model.path");
+        }
+        try (Checkpoint ckpt = Checkpoint.open(model)) {
+            LinearFormat format = LinearFormat.FLOAT;
+            String kind = "onnx-" + v.name().toLowerCase();
+            if (QuantizedCheckpoint.isQuantized(model)) {
+                QuantizedModel qm = QuantizedCheckpoint.read(ckpt);
+                boolean nbits = spec.quantize().format().equals("matmulnbits");
+                format = nbits ? new MatMulNBitsFormat(qm) : new QdqFormat(qm);
+                kind += nbits ? "-matmulnbits" : "-qdq";
+            }
+            ExportInfo info = DecoderExporter.export(ckpt, out, new ExportOptions(v, e.seq(), e.ctx(), e.opset()), format, (what, done, total) -> {
                 long now = System.nanoTime();
                 if (now - lastReport[0] > TimeUnit.SECONDS.toNanos(5)) {
                     lastReport[0] = now;
@@ -97,12 +118,13 @@ class ExportWorker {
             });
             ArtifactStore.StoredFolder stored = store.putFolder(out);
             return new StageEvents.Completed(StageEvents.SCHEMA_VERSION, req.jobId(), req.attemptId(), Stage.EXPORT, Instant.now(),
-                    List.of(new StageEvents.ArtifactRef(stored.sha256(), "onnx-" + v.name().toLowerCase(), stored.sha256(),
+                    List.of(new StageEvents.ArtifactRef(stored.sha256(), kind, stored.sha256(),
                             stored.size(), stored.key())),
                     Map.of("variant", v.name().toLowerCase(), "graphs", info.graphs(), "files", stored.files().size(),
                             "seconds", (System.nanoTime() - t0) / 1e9));
         } finally {
             Folders.deleteQuietly(out);
+            Folders.deleteQuietly(in);
         }
     }
 

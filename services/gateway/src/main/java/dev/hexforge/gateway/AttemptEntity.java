@@ -33,6 +33,8 @@ public class AttemptEntity {
     String inputs;
     @Column(columnDefinition = "text")
     String outputs;
+    @Column(columnDefinition = "text")
+    String report;
     @Column(name = "error_code")
     String errorCode;
     @Column(name = "error_message", columnDefinition = "text")

@@ -108,6 +108,7 @@ public class JobService {
             a.state = AttemptEntity.State.COMPLETED;
             a.progress = 100;
             a.outputs = ContractsJson.write(c.outputs());
+            a.report = ContractsJson.write(c.report());
             a.finishedAt = now;
             JobSpec spec = ContractsJson.read(j.spec, JobSpec.class);
             List<Stage> stages = spec.stageList();
@@ -124,6 +125,7 @@ public class JobService {
             a.errorCode = f.error().code();
             a.errorMessage = f.error().message();
             a.errorHint = f.error().hint();
+            a.report = ContractsJson.write(f.report());
             j.state = JobEntity.State.FAILED;
             j.errorCode = f.error().code();
             j.errorMessage = f.error().message();

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.hexforge.exportservice.ExportServiceApplication;
 import dev.hexforge.infra.EmbeddedInfra;
+import dev.hexforge.quantizeservice.QuantizeServiceApplication;
 import dev.hexforge.store.ArtifactStore;
 import dev.hexforge.testing.Fixtures;
 import org.junit.jupiter.api.AfterAll;
@@ -34,6 +35,7 @@ class FleetIntegrationTest {
     static Path home;
     static EmbeddedInfra infra;
     static ConfigurableApplicationContext exportService;
+    static ConfigurableApplicationContext quantizeService;
     static ConfigurableApplicationContext gateway;
     static String base;
 
@@ -49,7 +51,9 @@ class FleetIntegrationTest {
         String kafka = "--spring.kafka.bootstrap-servers=" + infra.kafka().bootstrapServers();
         exportService = ExportServiceApplication.start(kafka, "--hexforge.s3.endpoint=" + infra.s3().endpoint(),
                 "--hexforge.s3.secret-key=s3-secret", "--hexforge.work-dir=" + home.resolve("work"));
-        gateway = new SpringApplicationBuilder(GatewayApplication.class).run(kafka, "--server.port=0",
+        quantizeService = QuantizeServiceApplication.start(kafka, "--hexforge.s3.endpoint=" + infra.s3().endpoint(),
+                "--hexforge.s3.secret-key=s3-secret", "--hexforge.work-dir=" + home.resolve("work-q"));
+        gateway = new SpringApplicationBuilder(GatewayApplication.class).run(kafka, "--server.port=0", "--hexforge.stages=quantize,export",
                 "--spring.datasource.url=" + infra.postgres().jdbcUrl(), "--spring.datasource.username=" + infra.postgres().user(),
                 "--spring.datasource.password=" + infra.postgres().password());
         base = "http://127.0.0.1:" + gateway.getEnvironment().getProperty("local.server.port") + "/api/v1/jobs";
@@ -62,6 +66,9 @@ class FleetIntegrationTest {
         }
         if (exportService != null) {
             exportService.close();
+        }
+        if (quantizeService != null) {
+            quantizeService.close();
         }
         if (infra != null) {
             infra.close();
@@ -132,9 +139,9 @@ class FleetIntegrationTest {
         Reply malformed = call("POST", base, "{\"model\": ", "application/json", "acme");
         assertEquals(400, malformed.status());
         assertTrue(malformed.body().path("problems").toString().contains("malformed"));
-        Reply notDeployed = call("POST", base, "{\"model\": {\"path\": \"/m\"}, \"stages\": [\"quantize\", \"export\"]}", "application/json", "acme");
+        Reply notDeployed = call("POST", base, "{\"model\": {\"path\": \"/m\"}, \"stages\": [\"export\", \"compile\"]}", "application/json", "acme");
         assertEquals(400, notDeployed.status());
-        assertTrue(notDeployed.body().toString().contains("stage 'quantize' cannot run here"), notDeployed.body().toString());
+        assertTrue(notDeployed.body().toString().contains("stage 'compile' cannot run here"), notDeployed.body().toString());
     }
 
     @Test
@@ -151,5 +158,26 @@ class FleetIntegrationTest {
         job = awaitState(id, "acme", "failed");
         assertEquals(2, job.path("stages").size(), "a second attempt of the failed stage");
         assertEquals(409, call("POST", base + "/" + id + "/cancel", null, null, "acme").status());
+    }
+
+    @Test
+    void aQuantizeThenExportJobHandsTheQuantizedModelOnAndTheGateCanFailIt() throws Exception {
+        String spec = "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [quantize, export]\n"
+                + "quantize:\n  method: rtn\n  bits: 4\n  format: matmulnbits\nexport:\n  variant: dynamic\n";
+        String id = call("POST", base, spec, "application/yaml", "acme").body().path("id").asText();
+        JsonNode job = awaitState(id, "acme", "completed", "failed");
+        assertEquals("completed", job.path("state").asText(), job.toString());
+        JsonNode quantize = job.path("stages").get(0);
+        assertEquals("quantized-checkpoint", quantize.path("outputs").get(0).path("kind").asText());
+        assertTrue(quantize.path("report").path("gatePassed").asBoolean(), quantize.toString());
+        assertEquals("onnx-dynamic-matmulnbits", job.path("stages").get(1).path("outputs").get(0).path("kind").asText());
+
+        String tight = spec.replace("format: matmulnbits", "format: matmulnbits\n  maxDeltaPpl: 0.0001");
+        String failing = call("POST", base, tight, "application/yaml", "acme").body().path("id").asText();
+        JsonNode failed = awaitState(failing, "acme", "failed", "completed");
+        assertEquals("failed", failed.path("state").asText());
+        assertEquals("ACCURACY_GATE", failed.path("error").path("code").asText());
+        assertTrue(failed.path("stages").get(0).path("report").path("layers").size() > 0, "the report is attached");
+        assertEquals(1, failed.path("stages").size(), "export never ran");
     }
 }

@@ -3,6 +3,7 @@ package dev.hexforge.standalone;
 import dev.hexforge.exportservice.ExportServiceApplication;
 import dev.hexforge.gateway.GatewayApplication;
 import dev.hexforge.infra.EmbeddedInfra;
+import dev.hexforge.quantizeservice.QuantizeServiceApplication;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 
@@ -15,7 +16,8 @@ import java.security.SecureRandom;
 import java.util.HexFormat;
 
 /**
- * The whole fleet in one JVM: embedded Kafka, PostgreSQL and S3 on fixed ports, the export service and the gateway.
+ * The whole fleet in one JVM: embedded Kafka, PostgreSQL and S3 on fixed ports, the quantize and export services
+ * and the gateway.
  * State lives under the home folder ({@code ~/.hexforge}) and survives restarts; the S3 secret is generated on the
  * first start and kept there (mode 600).
  */
@@ -23,13 +25,15 @@ public final class Standalone implements AutoCloseable {
     public static final int GATEWAY_PORT = 8080;
     private final EmbeddedInfra infra;
     private final ConfigurableApplicationContext exportService;
+    private final ConfigurableApplicationContext quantizeService;
     private final ConfigurableApplicationContext gateway;
     private final String s3Secret;
 
-    private Standalone(EmbeddedInfra infra, ConfigurableApplicationContext exportService, ConfigurableApplicationContext gateway,
-                       String s3Secret) {
+    private Standalone(EmbeddedInfra infra, ConfigurableApplicationContext exportService,
+                       ConfigurableApplicationContext quantizeService, ConfigurableApplicationContext gateway, String s3Secret) {
         this.infra = infra;
         this.exportService = exportService;
+        this.quantizeService = quantizeService;
         this.gateway = gateway;
         this.s3Secret = s3Secret;
     }
@@ -66,18 +70,25 @@ public final class Standalone implements AutoCloseable {
         EmbeddedInfra infra = EmbeddedInfra.start(home, EmbeddedInfra.Ports.standalone(), secret);
         String kafka = "--spring.kafka.bootstrap-servers=" + infra.kafka().bootstrapServers();
         ConfigurableApplicationContext export = null;
+        ConfigurableApplicationContext quantize = null;
         try {
-            export = ExportServiceApplication.start(kafka, "--hexforge.s3.endpoint=" + infra.s3().endpoint(),
-                    "--hexforge.s3.secret-key=" + secret, "--hexforge.work-dir=" + home.resolve("work/export"),
-                    "--spring.main.banner-mode=off");
+            String s3 = "--hexforge.s3.endpoint=" + infra.s3().endpoint();
+            export = ExportServiceApplication.start(kafka, s3, "--hexforge.s3.secret-key=" + secret,
+                    "--hexforge.work-dir=" + home.resolve("work/export"), "--spring.main.banner-mode=off");
+            quantize = QuantizeServiceApplication.start(kafka, s3, "--hexforge.s3.secret-key=" + secret,
+                    "--hexforge.work-dir=" + home.resolve("work/quantize"), "--spring.main.banner-mode=off");
             ConfigurableApplicationContext gateway = new SpringApplicationBuilder(GatewayApplication.class).run(kafka,
+                    "--hexforge.stages=quantize,export",
                     "--server.port=" + gatewayPort, "--spring.datasource.url=" + infra.postgres().jdbcUrl(),
                     "--spring.datasource.username=" + infra.postgres().user(),
                     "--spring.datasource.password=" + infra.postgres().password(), "--spring.main.banner-mode=off");
-            return new Standalone(infra, export, gateway, secret);
+            return new Standalone(infra, export, quantize, gateway, secret);
         } catch (RuntimeException e) {
             if (export != null) {
                 export.close();
+            }
+            if (quantize != null) {
+                quantize.close();
             }
             infra.close();
             throw e;
@@ -101,6 +112,7 @@ public final class Standalone implements AutoCloseable {
         try {
             gateway.close();
             exportService.close();
+            quantizeService.close();
         } finally {
             infra.close();
         }
