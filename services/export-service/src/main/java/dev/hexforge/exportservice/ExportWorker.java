@@ -85,9 +85,9 @@ class ExportWorker {
         JobSpec.Export e = spec.export();
         Variant v = e.variant().equals("static") ? Variant.STATIC : Variant.DYNAMIC;
         Path out = work.resolve(req.attemptId());
-        Path in = work.resolve(req.attemptId() + "-in");
+        Path in = work.resolve(req.attemptId() + "-in").resolve("model"); // a stable name: it is recorded in the export
         Folders.deleteTree(out);
-        Folders.deleteTree(in);
+        Folders.deleteTree(in.getParent());
         Files.createDirectories(work);
         long t0 = System.nanoTime();
         long[] lastReport = {0};
@@ -124,7 +124,7 @@ class ExportWorker {
                             "seconds", (System.nanoTime() - t0) / 1e9));
         } finally {
             Folders.deleteQuietly(out);
-            Folders.deleteQuietly(in);
+            Folders.deleteQuietly(in.getParent());
         }
     }
 

@@ -13,7 +13,7 @@ import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;
-import org.springframework.web.bind.annotation.RequestHeader;
+import org.springframework.web.bind.annotation.RequestAttribute;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
@@ -23,11 +23,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
-/** Jobs API v1. The tenant comes from the caller's identity (a header until API tokens land). */
+/** Jobs API v1, scoped to the tenant of the caller's API token. */
 @RestController
 @RequestMapping("/api/v1/jobs")
 class JobController {
-    static final String TENANT_HEADER = "X-Hexforge-Tenant";
     private final JobService jobs;
     private final JobRepository repo;
 
@@ -37,13 +36,13 @@ class JobController {
     }
 
     @PostMapping(consumes = {"application/json", "application/yaml", "application/x-yaml", "text/yaml", "text/plain"})
-    ResponseEntity<Map<String, Object>> create(@RequestBody String body, @RequestHeader(value = TENANT_HEADER, defaultValue = "default") String tenant) {
+    ResponseEntity<Map<String, Object>> create(@RequestBody String body, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) {
         JobEntity j = jobs.submit(body, tenant);
         return ResponseEntity.status(HttpStatus.CREATED).body(view(j, false));
     }
 
     @GetMapping
-    Map<String, Object> list(@RequestHeader(value = TENANT_HEADER, defaultValue = "default") String tenant,
+    Map<String, Object> list(@RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant,
                              @RequestParam(required = false) String state,
                              @RequestParam(defaultValue = "0") int page, @RequestParam(defaultValue = "20") int size) {
         PageRequest p = PageRequest.of(Math.max(0, page), Math.min(Math.max(1, size), 200));
@@ -58,17 +57,17 @@ class JobController {
     }
 
     @GetMapping("/{id}")
-    Map<String, Object> get(@PathVariable UUID id, @RequestHeader(value = TENANT_HEADER, defaultValue = "default") String tenant) {
+    Map<String, Object> get(@PathVariable UUID id, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) {
         return view(jobs.get(id, tenant), true);
     }
 
     @PostMapping("/{id}/cancel")
-    Map<String, Object> cancel(@PathVariable UUID id, @RequestHeader(value = TENANT_HEADER, defaultValue = "default") String tenant) {
+    Map<String, Object> cancel(@PathVariable UUID id, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) {
         return view(jobs.cancel(id, tenant), false);
     }
 
     @PostMapping("/{id}/resume")
-    Map<String, Object> resume(@PathVariable UUID id, @RequestHeader(value = TENANT_HEADER, defaultValue = "default") String tenant) {
+    Map<String, Object> resume(@PathVariable UUID id, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) {
         return view(jobs.resume(id, tenant), false);
     }
 

@@ -38,6 +38,7 @@ class FleetIntegrationTest {
     static ConfigurableApplicationContext quantizeService;
     static ConfigurableApplicationContext gateway;
     static String base;
+    static final java.util.Map<String, String> TOKENS = new java.util.HashMap<>();
 
     static int freePort() throws Exception {
         try (ServerSocket s = new ServerSocket(0)) {
@@ -57,6 +58,9 @@ class FleetIntegrationTest {
                 "--spring.datasource.url=" + infra.postgres().jdbcUrl(), "--spring.datasource.username=" + infra.postgres().user(),
                 "--spring.datasource.password=" + infra.postgres().password());
         base = "http://127.0.0.1:" + gateway.getEnvironment().getProperty("local.server.port") + "/api/v1/jobs";
+        TokenService tokens = gateway.getBean(TokenService.class);
+        TOKENS.put("acme", tokens.create("acme", "test"));
+        TOKENS.put("someone-else", tokens.create("someone-else", "test"));
     }
 
     @AfterAll
@@ -79,8 +83,10 @@ class FleetIntegrationTest {
     }
 
     static Reply call(String method, String url, String body, String contentType, String tenant) throws Exception {
-        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(30))
-                .header(JobController.TENANT_HEADER, tenant);
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(30));
+        if (tenant != null) {
+            b.header("Authorization", "Bearer " + TOKENS.getOrDefault(tenant, tenant));
+        }
         if (body != null) {
             b.header("Content-Type", contentType).method(method, HttpRequest.BodyPublishers.ofString(body));
         } else {
@@ -179,5 +185,15 @@ class FleetIntegrationTest {
         assertEquals("ACCURACY_GATE", failed.path("error").path("code").asText());
         assertTrue(failed.path("stages").get(0).path("report").path("layers").size() > 0, "the report is attached");
         assertEquals(1, failed.path("stages").size(), "export never ran");
+    }
+
+    @Test
+    void everyApiCallButHealthNeedsALiveToken() throws Exception {
+        assertEquals(401, call("GET", base, null, null, null).status());
+        Reply bad = call("GET", base, null, null, "hxf_not-a-real-token");
+        assertEquals(401, bad.status());
+        assertTrue(bad.body().path("error").asText().contains("invalid"), bad.body().toString());
+        assertEquals(401, call("POST", base, "{}", "application/json", null).status());
+        assertEquals(200, call("GET", base.replace("/jobs", "/health"), null, null, null).status());
     }
 }

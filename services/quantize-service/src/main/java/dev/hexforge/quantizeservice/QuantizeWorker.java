@@ -110,7 +110,7 @@ class QuantizeWorker {
     /** The previous stage's output when there is one, else the job's model. */
     private Path model(StageEvents.StageRequest req, Path dir) {
         if (!req.inputs().isEmpty()) {
-            Path in = dir.resolve("in");
+            Path in = dir.resolve("model");
             store.getFolder(req.inputs().get(0).sha256(), in);
             return in;
         }

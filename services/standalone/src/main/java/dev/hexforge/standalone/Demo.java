@@ -77,9 +77,17 @@ final class Demo {
         }
     }
 
+    private static String auth() throws java.io.IOException {
+        Path file = Standalone.tokenFile(Standalone.home());
+        if (!Files.isRegularFile(file)) {
+            throw new IllegalStateException("no API token at " + file + " (the fleet writes it on its first start)");
+        }
+        return "Bearer " + Files.readString(file).strip();
+    }
+
     private static boolean reachable(String base) {
         try {
-            HTTP.send(HttpRequest.newBuilder(URI.create(base + "/api/v1/jobs?size=1")).timeout(Duration.ofSeconds(2)).build(),
+            HTTP.send(HttpRequest.newBuilder(URI.create(base + "/api/v1/health")).timeout(Duration.ofSeconds(2)).build(),
                     HttpResponse.BodyHandlers.discarding());
             return true;
         } catch (Exception e) {
@@ -110,7 +118,7 @@ final class Demo {
     }
 
     private JsonNode submitAndFollow(String base, String spec) throws Exception {
-        HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create(base + "/api/v1/jobs"))
+        HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create(base + "/api/v1/jobs")).header("Authorization", auth())
                 .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(spec)).build(),
                 HttpResponse.BodyHandlers.ofString());
         if (r.statusCode() != 201) {
@@ -121,7 +129,8 @@ final class Demo {
         java.util.Map<String, String> shown = new java.util.HashMap<>();
         long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
         while (System.nanoTime() < deadline) {
-            JsonNode job = JSON.readTree(HTTP.send(HttpRequest.newBuilder(URI.create(base + "/api/v1/jobs/" + id)).build(),
+            JsonNode job = JSON.readTree(HTTP.send(HttpRequest.newBuilder(URI.create(base + "/api/v1/jobs/" + id))
+                            .header("Authorization", auth()).build(),
                     HttpResponse.BodyHandlers.ofString()).body());
             for (JsonNode s : job.path("stages")) {
                 int pct = (int) s.path("progress").asDouble();

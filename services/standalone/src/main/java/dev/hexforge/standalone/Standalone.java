@@ -65,6 +65,11 @@ public final class Standalone implements AutoCloseable {
         }
     }
 
+    /** Where the first API token (tenant "default") is written on the first start. */
+    public static Path tokenFile(Path home) {
+        return home.resolve("secrets/api-token");
+    }
+
     public static Standalone start(Path home, int gatewayPort) {
         String secret = s3Secret(home);
         EmbeddedInfra infra = EmbeddedInfra.start(home, EmbeddedInfra.Ports.standalone(), secret);
@@ -78,7 +83,7 @@ public final class Standalone implements AutoCloseable {
             quantize = QuantizeServiceApplication.start(kafka, s3, "--hexforge.s3.secret-key=" + secret,
                     "--hexforge.work-dir=" + home.resolve("work/quantize"), "--spring.main.banner-mode=off");
             ConfigurableApplicationContext gateway = new SpringApplicationBuilder(GatewayApplication.class).run(kafka,
-                    "--hexforge.stages=quantize,export",
+                    "--hexforge.stages=quantize,export", "--hexforge.bootstrap-token-file=" + tokenFile(home),
                     "--server.port=" + gatewayPort, "--spring.datasource.url=" + infra.postgres().jdbcUrl(),
                     "--spring.datasource.username=" + infra.postgres().user(),
                     "--spring.datasource.password=" + infra.postgres().password(), "--spring.main.banner-mode=off");

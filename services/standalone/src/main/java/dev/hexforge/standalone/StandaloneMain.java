@@ -31,8 +31,8 @@ public final class StandaloneMain {
         String port = option(args, "--port");
         long t0 = System.nanoTime();
         Standalone fleet = Standalone.start(Standalone.home(), port == null ? Standalone.GATEWAY_PORT : Integer.parseInt(port));
-        System.out.printf("Hexforge is up in %.1fs: %s/api/v1/jobs (state in %s). Ctrl-C stops it.%n",
-                (System.nanoTime() - t0) / 1e9, fleet.gatewayUrl(), Standalone.home());
+        System.out.printf("Hexforge is up in %.1fs: %s/api/v1/jobs (state in %s; API token in %s). Ctrl-C stops it.%n",
+                (System.nanoTime() - t0) / 1e9, fleet.gatewayUrl(), Standalone.home(), Standalone.tokenFile(Standalone.home()));
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             fleet.close();

@@ -1,0 +1,105 @@
+package dev.hexforge.gateway;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.boot.context.event.ApplicationReadyEvent;
+import org.springframework.context.event.EventListener;
+import org.springframework.data.jpa.repository.JpaRepository;
+import org.springframework.stereotype.Service;
+import org.springframework.transaction.annotation.Transactional;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.security.SecureRandom;
+import java.time.Instant;
+import java.util.Base64;
+import java.util.HexFormat;
+import java.util.Optional;
+import java.util.UUID;
+
+interface TokenRepository extends JpaRepository<TokenEntity, UUID> {
+    Optional<TokenEntity> findByTokenHashAndRevokedAtIsNull(String tokenHash);
+}
+
+/**
+ * API tokens: created with a tenant, stored hashed, resolved to the tenant on every request. On the first start
+ * of a deployment with {@code hexforge.bootstrap-token-file} set, a token for tenant "default" is created and written
+ * to that file (mode 600) so the operator can log in.
+ */
+@Service
+public class TokenService {
+    public static final String PREFIX = "hxf_";
+    private static final Logger LOG = LoggerFactory.getLogger(TokenService.class);
+    private final TokenRepository tokens;
+    private final String bootstrapFile;
+    private final SecureRandom random = new SecureRandom();
+
+    TokenService(TokenRepository tokens, @Value("${hexforge.bootstrap-token-file:}") String bootstrapFile) {
+        this.tokens = tokens;
+        this.bootstrapFile = bootstrapFile;
+    }
+
+    /** Creates a token for the tenant and returns it; it cannot be shown again. */
+    @Transactional
+    public String create(String tenant, String name) {
+        if (tenant == null || !tenant.matches("[a-zA-Z0-9._-]{1,100}")) {
+            throw new IllegalArgumentException("tenant must be 1-100 letters, digits, '.', '_' or '-'");
+        }
+        byte[] b = new byte[32];
+        random.nextBytes(b);
+        String token = PREFIX + Base64.getUrlEncoder().withoutPadding().encodeToString(b);
+        TokenEntity t = new TokenEntity();
+        t.id = UUID.randomUUID();
+        t.tenant = tenant;
+        t.name = name;
+        t.tokenHash = hash(token);
+        t.createdAt = Instant.now();
+        tokens.save(t);
+        return token;
+    }
+
+    /** The tenant a token belongs to, if it is a live token. */
+    public Optional<String> tenantOf(String token) {
+        if (token == null || !token.startsWith(PREFIX)) {
+            return Optional.empty();
+        }
+        return tokens.findByTokenHashAndRevokedAtIsNull(hash(token)).map(t -> t.tenant);
+    }
+
+    @EventListener(ApplicationReadyEvent.class)
+    @Transactional
+    public void bootstrap() {
+        if (bootstrapFile.isBlank() || tokens.count() > 0) {
+            return;
+        }
+        Path file = Path.of(bootstrapFile);
+        String token = create("default", "bootstrap");
+        try {
+            Files.createDirectories(file.toAbsolutePath().getParent());
+            Files.writeString(file, token);
+            try {
+                Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
+            } catch (UnsupportedOperationException ignored) {
+                // not a POSIX file system
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("writing the bootstrap token to " + file + ": " + e.getMessage(), e);
+        }
+        LOG.info("created the first API token (tenant default) in {}", file);
+    }
+
+    static String hash(String token) {
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(token.getBytes(StandardCharsets.UTF_8)));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}
