@@ -71,8 +71,13 @@ public final class Standalone implements AutoCloseable {
     }
 
     public static Standalone start(Path home, int gatewayPort) {
+        return start(home, EmbeddedInfra.Ports.standalone(), gatewayPort);
+    }
+
+    /** With other ports than standalone mode's fixed ones (tests; 0 for the gateway picks a free port). */
+    public static Standalone start(Path home, EmbeddedInfra.Ports ports, int gatewayPort) {
         String secret = s3Secret(home);
-        EmbeddedInfra infra = EmbeddedInfra.start(home, EmbeddedInfra.Ports.standalone(), secret);
+        EmbeddedInfra infra = EmbeddedInfra.start(home, ports, secret);
         String kafka = "--spring.kafka.bootstrap-servers=" + infra.kafka().bootstrapServers();
         ConfigurableApplicationContext export = null;
         ConfigurableApplicationContext quantize = null;

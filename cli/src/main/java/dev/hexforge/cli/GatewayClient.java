@@ -1,0 +1,97 @@
+package dev.hexforge.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+
+/**
+ * The gateway's REST API as the CLI uses it. Where: {@code HEXFORGE_URL} (or -Dhexforge.url; default the standalone
+ * fleet at http://127.0.0.1:8080); who: {@code HEXFORGE_TOKEN} (or -Dhexforge.token), else the standalone bootstrap
+ * token in {@code ~/.hexforge/secrets/api-token}.
+ */
+final class GatewayClient {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private final String base;
+    private final String token;
+
+    record Reply(int status, JsonNode body) {
+    }
+
+    GatewayClient(String base, String token) {
+        this.base = base.endsWith("/") ? base.substring(0, base.length() - 1) : base;
+        this.token = token;
+    }
+
+    static GatewayClient fromEnvironment() {
+        String url = setting("hexforge.url", "HEXFORGE_URL", "http://127.0.0.1:8080");
+        String token = setting("hexforge.token", "HEXFORGE_TOKEN", null);
+        if (token == null) {
+            String state = System.getenv().getOrDefault("HEXFORGE_STATE", Path.of(System.getProperty("user.home"), ".hexforge").toString());
+            Path file = Path.of(state, "secrets", "api-token");
+            try {
+                token = Files.isRegularFile(file) ? Files.readString(file).strip() : null;
+            } catch (IOException e) {
+                token = null;
+            }
+        }
+        if (token == null) {
+            throw new IllegalArgumentException("no API token: set HEXFORGE_TOKEN (the standalone fleet writes one to ~/.hexforge/secrets/api-token)");
+        }
+        return new GatewayClient(url, token);
+    }
+
+    /** A system property, else an environment variable, else the default. */
+    private static String setting(String property, String env, String def) {
+        String v = System.getProperty(property);
+        if (v == null) {
+            v = System.getenv(env);
+        }
+        return v != null ? v : def;
+    }
+
+    Reply send(String method, String path, String body, String contentType) {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(60))
+                .header("Authorization", "Bearer " + token);
+        if (body != null) {
+            b.header("Content-Type", contentType).method(method, HttpRequest.BodyPublishers.ofString(body));
+        } else {
+            b.method(method, HttpRequest.BodyPublishers.noBody());
+        }
+        try {
+            HttpResponse<String> r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+            return new Reply(r.statusCode(), r.body().isBlank() ? JSON.createObjectNode() : JSON.readTree(r.body()));
+        } catch (ConnectException e) {
+            throw new IllegalArgumentException("the gateway at " + base + " is not reachable: start it with `hexforge up` or set HEXFORGE_URL");
+        } catch (IOException e) {
+            throw new IllegalArgumentException("talking to " + base + ": " + e.getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
+    }
+
+    /** The body of a 2xx reply; anything else becomes an error naming what the gateway said. */
+    JsonNode ok(Reply r) {
+        if (r.status() / 100 == 2) {
+            return r.body();
+        }
+        StringBuilder msg = new StringBuilder("gateway answered " + r.status());
+        if (r.body().has("error")) {
+            msg.append(": ").append(r.body().path("error").asText());
+        }
+        for (JsonNode p : r.body().path("problems")) {
+            msg.append("\n  ").append(p.path("path").asText()).append(": ").append(p.path("message").asText());
+        }
+        throw new IllegalArgumentException(msg.toString());
+    }
+}

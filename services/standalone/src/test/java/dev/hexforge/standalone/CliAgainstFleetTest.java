@@ -1,0 +1,96 @@
+package dev.hexforge.standalone;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.hexforge.cli.Main;
+import dev.hexforge.infra.EmbeddedInfra;
+import dev.hexforge.testing.Fixtures;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The standalone fleet started as `hexforge up` does, driven by the CLI's job commands as a user would. */
+class CliAgainstFleetTest {
+    @TempDir
+    static Path home;
+    static Standalone fleet;
+
+    static int freePort() throws Exception {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    @BeforeAll
+    static void up() throws Exception {
+        fleet = Standalone.start(home, new EmbeddedInfra.Ports(freePort(), freePort(), freePort(), freePort()), 0);
+        System.setProperty("hexforge.url", fleet.gatewayUrl());
+        System.setProperty("hexforge.token", Files.readString(Standalone.tokenFile(home)).strip());
+    }
+
+    @AfterAll
+    static void down() {
+        System.clearProperty("hexforge.url");
+        System.clearProperty("hexforge.token");
+        if (fleet != null) {
+            fleet.close();
+        }
+    }
+
+    record Run(int exit, String out, String err) {
+    }
+
+    static Run cli(String... args) {
+        PrintStream oldOut = System.out;
+        PrintStream oldErr = System.err;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        try {
+            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            int code = Main.run(args);
+            return new Run(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        } finally {
+            System.setOut(oldOut);
+            System.setErr(oldErr);
+        }
+    }
+
+    @Test
+    void submitWatchAndShowAJob() throws Exception {
+        Path spec = home.resolve("job.yaml");
+        Files.writeString(spec, "name: cli test\nmodel:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [export]\nexport:\n  variant: dynamic\n");
+        Run r = cli("submit", spec.toString(), "--watch", "--json");
+        assertEquals(0, r.exit(), r.err());
+        JsonNode job = new ObjectMapper().readTree(r.out());
+        assertEquals("completed", job.path("state").asText());
+        assertEquals("onnx-dynamic", job.path("stages").get(0).path("outputs").get(0).path("kind").asText());
+        Run show = cli("job", job.path("id").asText());
+        assertEquals(0, show.exit());
+        assertTrue(show.out().contains("\"state\" : \"completed\""), show.out());
+        Run cancel = cli("job", job.path("id").asText(), "--cancel");
+        assertEquals(1, cancel.exit());
+        assertTrue(cancel.err().contains("409") && cancel.err().contains("only running jobs can be cancelled"), cancel.err());
+    }
+
+    @Test
+    void aBadSpecListsEveryProblem() throws Exception {
+        Path spec = home.resolve("bad.json");
+        Files.writeString(spec, "{\"model\": {\"path\": \"/m\"}, \"quantize\": {\"bits\": 1}, \"colour\": \"red\"}");
+        Run r = cli("submit", spec.toString());
+        assertEquals(1, r.exit());
+        assertTrue(r.err().contains("400") && r.err().contains("quantize.bits: must be between 2 and 8")
+                && r.err().contains("colour: unknown field"), r.err());
+    }
+}
