@@ -1,12 +1,24 @@
 package dev.hexforge.cli;
 
+import ai.onnxruntime.OrtEnvironment;
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.hexforge.contracts.ContractsJson;
+import dev.hexforge.contracts.JobSpecReader;
 import dev.hexforge.signing.Keys;
+import dev.hexforge.signing.Provenance;
 import dev.hexforge.signing.ModelSignature;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.PrivateKey;
+import java.time.Instant;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.UUID;
 import java.util.List;
 import java.util.concurrent.Callable;
 
@@ -21,13 +33,33 @@ final class SignCommand implements Callable<Integer> {
     Path signature;
     @Option(names = "--ignore", split = ",", description = "paths to leave out of the manifest")
     List<String> ignore = List.of();
+    @Option(names = "--provenance", description = "also sign a provenance statement (provenance.sig, covered by the model signature)")
+    boolean provenance;
+    @Option(names = "--spec", description = "with --provenance: the job spec the model was made with (JSON or YAML)")
+    Path spec;
+    @Option(names = "--material", description = "with --provenance: NAME=PATH of an input (base model, adapter, data), repeatable")
+    Map<String, Path> materials = new LinkedHashMap<>();
     @Option(names = "--json", description = "print one JSON object")
     boolean json;
 
     @Override
-    public Integer call() {
+    public Integer call() throws IOException {
+        Instant started = Instant.now();
         Path sig = signature != null ? signature : dir.resolve(ModelSignature.DEFAULT_SIGNATURE);
-        ModelSignature.sign(dir, Keys.readPrivate(key), sig, IgnorePaths.relativeTo(dir, ignore));
+        PrivateKey privateKey = Keys.readPrivate(key);
+        if (provenance) {
+            Map<String, String> digests = new LinkedHashMap<>();
+            materials.forEach((name, path) -> digests.put(name, Provenance.digestOf(path)));
+            JsonNode specJson = spec == null ? null
+                    : ContractsJson.MAPPER.readTree(JobSpecReader.toJson(JobSpecReader.read(Files.readString(spec))));
+            Map<String, String> versions = new LinkedHashMap<>();
+            versions.put("hexforge", "0.1.0");
+            versions.put("onnxruntime", OrtEnvironment.getEnvironment().getVersion());
+            versions.put("java", System.getProperty("java.version"));
+            Provenance.sign(dir, privateKey, new Provenance.Facts(specJson, digests, versions, UUID.randomUUID().toString(),
+                    started, Instant.now()));
+        }
+        ModelSignature.sign(dir, privateKey, sig, IgnorePaths.relativeTo(dir, ignore));
         if (json) {
             new Json().put("signature", sig.toString()).print();
         } else {

@@ -242,8 +242,15 @@ class CliTest {
         assertEquals(0, run("keygen", "--private", priv.toString(), "--public", pub.toString()).exit());
         Path exported = tmp.resolve("to-sign");
         assertEquals(0, run("export", "--model", Fixtures.qwen2Tiny().toString(), "--out", exported.toString()).exit());
-        assertEquals(0, run("sign", exported.toString(), "--key", priv.toString()).exit());
-        assertEquals(0, run("verify", exported.toString(), "--key", pub.toString()).exit());
+        Path spec = tmp.resolve("job.yaml");
+        Files.writeString(spec, "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [export]\n");
+        Run signed = run("sign", exported.toString(), "--key", priv.toString(), "--provenance", "--spec", spec.toString(),
+                "--material", "base-model=" + Fixtures.qwen2Tiny());
+        assertEquals(0, signed.exit(), signed.err());
+        Run verified = run("verify", exported.toString(), "--key", pub.toString(), "--provenance", "--json");
+        assertEquals(0, verified.exit(), verified.err());
+        assertEquals("base-model", verified.json().at("/provenance/buildDefinition/resolvedDependencies/0/name").asText());
+        assertEquals("export", verified.json().at("/provenance/buildDefinition/externalParameters/stages/0").asText());
         Files.writeString(exported.resolve("export.json"), Files.readString(exported.resolve("export.json")) + " ");
         Run tampered = run("verify", exported.toString(), "--key", pub.toString());
         assertEquals(1, tampered.exit());
