@@ -147,6 +147,8 @@ class CliTest {
         assertTrue(Files.isRegularFile(ok.resolve("matmulnbits/onnx/model.onnx")));
         JsonNode report = JSON.readTree(ok.resolve("quantization_report.json").toFile());
         assertEquals(28, report.path("layers").size());
+        assertEquals("0.5.0", JSON.readTree(ok.resolve("encodings.json").toFile()).path("version").asText(),
+                "QNN quantization overrides for the per-channel spec");
 
         Path tight = tmp.resolve("q4tight");
         Run fail = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--bits", "4", "--eval", text.toString(),

@@ -114,6 +114,12 @@ public final class QuantizePipeline {
             Files.createDirectories(out);
             if (passed) {
                 progress.update("export", 2, 3);
+                if (AimetEncodings.supports(opt.spec())) {
+                    AimetEncodings.write(qm, opt.keep(), out.resolve(AimetEncodings.FILE));
+                } else {
+                    warnings.add("no " + AimetEncodings.FILE + " for the QNN converter: AIMET encodings 0.5.0 have no block "
+                            + "encodings, so only per-channel specs (group 0) can be written");
+                }
                 if (opt.format().equals("checkpoint")) {
                     QuantizedCheckpoint.write(ckpt, qm, opt.method(), out.resolve("checkpoint"));
                     outputs.add(out.resolve("checkpoint"));

@@ -120,6 +120,27 @@ class QuantizedExportTest {
     }
 
     @Test
+    void aimetEncodingsDescribeEveryChannelAndTheKeptLayers() {
+        QuantizedModel qm = QuantizedModel.rtn(ckpt, QuantSpec.int8PerChannel(), List.of("q_proj"));
+        var enc = AimetEncodings.of(qm, List.of("q_proj"));
+        assertEquals("0.5.0", enc.path("version").asText());
+        var down = enc.path("param_encodings").path("model.layers.0.mlp.down_proj.weight");
+        assertEquals(128, down.size(), "one entry per output channel");
+        var first = down.get(0);
+        assertEquals("True", first.path("is_symmetric").asText());
+        assertEquals(-128, first.path("offset").asInt());
+        float scale = qm.linears().get("model.layers.0.mlp.down_proj.weight").scale(0, 0);
+        assertEquals(scale, first.path("scale").floatValue(), 0f);
+        assertEquals(-128.0 * scale, first.path("min").asDouble(), 1e-9);
+        assertEquals(127.0 * scale, first.path("max").asDouble(), 1e-9);
+        var kept = enc.path("param_encodings").path("model.layers.2.self_attn.q_proj.weight").get(0);
+        assertEquals("float", kept.path("dtype").asText());
+        assertEquals(16, kept.path("bitwidth").asInt());
+        QuantizedModel grouped = QuantizedModel.rtn(ckpt, QuantSpec.int4Group128(), List.of());
+        assertThrows(QuantizationException.class, () -> AimetEncodings.of(grouped, List.of()));
+    }
+
+    @Test
     void keptLinearsStayFloat() {
         QuantizedModel qm = QuantizedModel.rtn(ckpt, QuantSpec.int8PerChannel(), List.of("q_proj", "v_proj"));
         assertEquals(4 * 5, qm.linears().size());

@@ -1,0 +1,79 @@
+package dev.hexforge.quant;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hexforge.checkpoint.ModelConfig;
+import dev.hexforge.checkpoint.TensorNames;
+import dev.hexforge.checkpoint.TensorNames.Linear;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * The quantization parameters as QNN quantization overrides (AIMET encodings, version 0.5.0) for
+ * {@code qnn-onnx-converter --quantization_overrides}: one entry per output channel of every quantized linear,
+ * keyed by the weight's tensor name in the export, and {@code {"dtype": "float", "bitwidth": 16}} for linears kept in
+ * float. Activation ranges are left to the converter's calibration. Version 0.5.0 has no block encodings, so only
+ * per-channel specs can be written; {@link #supports} says so.
+ */
+public final class AimetEncodings {
+    public static final String FILE = "encodings.json";
+    private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+
+    private AimetEncodings() {
+    }
+
+    public static boolean supports(QuantSpec spec) {
+        return spec.groupSize() == 0;
+    }
+
+    public static ObjectNode of(QuantizedModel qm, List<String> keep) {
+        if (!supports(qm.spec())) {
+            throw new QuantizationException("AIMET encodings 0.5.0 cannot express groups of " + qm.spec().groupSize()
+                    + " columns; quantize per channel (group 0) for the QNN converter path");
+        }
+        ObjectNode root = JSON.createObjectNode();
+        root.put("version", "0.5.0");
+        root.putObject("activation_encodings");
+        ObjectNode params = root.putObject("param_encodings");
+        ModelConfig c = qm.config();
+        for (int l = 0; l < c.numLayers(); l++) {
+            for (Linear lin : Linear.values()) {
+                String name = TensorNames.weight(l, lin);
+                QuantizedLinear q = qm.linears().get(name);
+                ArrayNode channels = params.putArray(name);
+                if (q == null) {
+                    channels.addObject().put("dtype", "float").put("bitwidth", 16);
+                    continue;
+                }
+                QuantSpec s = q.spec();
+                for (int o = 0; o < q.out(); o++) {
+                    float scale = q.scale(o, 0);
+                    int offset = s.symmetric() ? -(1 << (s.bits() - 1)) : -q.zero(o, 0);
+                    int levels = (1 << s.bits()) - 1;
+                    channels.addObject()
+                            .put("dtype", "int")
+                            .put("bitwidth", s.bits())
+                            .put("is_symmetric", s.symmetric() ? "True" : "False")
+                            .put("min", (double) offset * scale)
+                            .put("max", (double) (offset + levels) * scale)
+                            .put("scale", scale)
+                            .put("offset", offset);
+                }
+            }
+        }
+        return root;
+    }
+
+    public static void write(QuantizedModel qm, List<String> keep, Path file) {
+        try {
+            JSON.writeValue(file.toFile(), of(qm, keep));
+        } catch (IOException e) {
+            throw new UncheckedIOException("writing " + file + ": " + e.getMessage(), e);
+        }
+    }
+}
