@@ -32,6 +32,9 @@ final class QuantizeCommand implements Callable<Integer> {
     long seed;
     @Option(names = "--act-order", description = "GPTQ: quantize columns by decreasing Hessian diagonal (static groups)")
     boolean actOrder;
+    @Option(names = "--auto-keep", defaultValue = "0", description = "automatic mixed precision: keep the most sensitive "
+            + "linears in FP16 within this percentage of extra bytes (needs --calib; default: off)")
+    double autoKeep;
     @Option(names = "--bits", defaultValue = "8", description = "2-8 (default: ${DEFAULT-VALUE})")
     int bits;
     @Option(names = "--group", description = "input columns per scale; 0 = per channel (default: 0 for 8 bits, 128 otherwise)")
@@ -75,7 +78,7 @@ final class QuantizeCommand implements Callable<Integer> {
         ExportOptions export = new ExportOptions(v, seq, ctx, ExportOptions.DEFAULT_OPSET);
         QuantizeOptions.Calibration cal = calib == null ? null : new QuantizeOptions.Calibration(calib, samples, calibLen, seed);
         QuantizeOptions opt = new QuantizeOptions(method.toLowerCase(), new QuantSpec(bits, groupSize, symmetric), keep,
-                format.toLowerCase(), export, cal, new Gptq.Options(128, 0.01, actOrder), eval, window, maxDeltaPpl);
+                format.toLowerCase(), export, cal, new Gptq.Options(128, 0.01, actOrder), eval, window, maxDeltaPpl, autoKeep);
         QuantizePipeline.Result r;
         try (Checkpoint ckpt = Checkpoint.open(model); ProgressBar bar = new ProgressBar("quantize")) {
             r = QuantizePipeline.run(ckpt, opt, out, bar);

@@ -11,11 +11,13 @@ import java.util.List;
  *
  * @param layers          per quantized linear: spec, scale statistics and reconstruction errors
  * @param awqGroups       AWQ only: each scaled group's objective against RTN
+ * @param sensitivity     automatic mixed precision only: the per-linear scan and what it kept in float
  * @param greedyAgreement fraction of greedy tokens, on fixed prompts, produced before float and quantized diverge
  * @param gatePassed      ΔPPL within the limit (true when no text was given)
  */
 public record QuantizationReport(String method, String spec, List<String> kept, CoverageReport calibration,
-                                 List<String> warnings, List<LayerReport> layers, List<Awq.GroupError> awqGroups, Double floatPerplexity,
+                                 List<String> warnings, List<LayerReport> layers, List<Awq.GroupError> awqGroups,
+                                 SensitivityScan.Result sensitivity, Double floatPerplexity,
                                  Double quantizedPerplexity, Double deltaPerplexity, double maxDeltaPerplexity,
                                  boolean gatePassed, double greedyAgreement, List<String> worstLayers, double seconds) {
 

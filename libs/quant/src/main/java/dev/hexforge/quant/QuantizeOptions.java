@@ -16,9 +16,12 @@ import java.util.List;
  * @param calibration  where calibration samples come from; required by gptq and awq, unused by rtn
  * @param evalText     text scored for the accuracy gate; null skips perplexity and the gate
  * @param maxDeltaPpl  the gate: largest allowed rise in perplexity over the float model
+ * @param autoKeepPercent automatic mixed precision: keep the most sensitive linears in float while the extra bytes
+ *                     stay within this percentage of the quantized linears (0: off; needs calibration data)
  */
 public record QuantizeOptions(String method, QuantSpec spec, List<String> keep, String format, ExportOptions export,
-                              Calibration calibration, Gptq.Options gptq, Path evalText, int evalWindow, double maxDeltaPpl) {
+                              Calibration calibration, Gptq.Options gptq, Path evalText, int evalWindow, double maxDeltaPpl,
+                              double autoKeepPercent) {
     public static final double DEFAULT_MAX_DELTA_PPL = 0.5;
 
     /** N samples of at most L tokens from a JSONL file, chosen with a seed. */
@@ -38,6 +41,12 @@ public record QuantizeOptions(String method, QuantSpec spec, List<String> keep, 
         if (!List.of("qdq", "matmulnbits", "both", "checkpoint").contains(format)) {
             throw new QuantizationException("format must be qdq, matmulnbits, both or checkpoint, got '" + format + "'");
         }
+        if (autoKeepPercent < 0 || autoKeepPercent > 1000) {
+            throw new QuantizationException("the automatic keep budget must be between 0 and 1000 percent, got " + autoKeepPercent);
+        }
+        if (autoKeepPercent > 0 && calibration == null) {
+            throw new QuantizationException("automatic mixed precision needs calibration data: give --calib FILE");
+        }
         if (!(maxDeltaPpl >= 0)) {
             throw new QuantizationException("max delta perplexity must be >= 0, got " + maxDeltaPpl);
         }
@@ -47,6 +56,6 @@ public record QuantizeOptions(String method, QuantSpec spec, List<String> keep, 
     }
 
     public static QuantizeOptions rtn(QuantSpec spec, String format, ExportOptions export, Path evalText) {
-        return new QuantizeOptions("rtn", spec, List.of(), format, export, null, null, evalText, 128, DEFAULT_MAX_DELTA_PPL);
+        return new QuantizeOptions("rtn", spec, List.of(), format, export, null, null, evalText, 128, DEFAULT_MAX_DELTA_PPL, 0);
     }
 }

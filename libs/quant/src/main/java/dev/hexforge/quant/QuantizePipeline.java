@@ -62,29 +62,38 @@ public final class QuantizePipeline {
         List<String> warnings = new ArrayList<>();
         Map<String, GptqRunner.LayerError> outputErrors = new HashMap<>();
         List<Awq.GroupError> awqGroups = null;
-        if (!opt.method().equals("rtn")) {
+        SensitivityScan.Result scan = null;
+        List<String> keep = opt.keep();
+        CalibrationSet set = null;
+        if (opt.calibration() != null && (!opt.method().equals("rtn") || opt.autoKeepPercent() > 0)) {
             QuantizeOptions.Calibration cal = opt.calibration();
-            CalibrationSet set;
             try (Tokenizer tok = Tokenizer.load(ckpt.dir())) {
                 set = CalibrationSet.load(cal.file(), tok, cal.samples(),
                         Math.min(cal.length(), ckpt.config().maxPositionEmbeddings()), cal.seed());
             }
             coverage = set.coverage();
             warnings.addAll(set.warnings());
+        }
+        if (opt.autoKeepPercent() > 0) {
+            scan = SensitivityScan.run(base, set, opt.spec(), opt.autoKeepPercent());
+            keep = new ArrayList<>(keep);
+            keep.addAll(scan.keep());
+        }
+        if (!opt.method().equals("rtn")) {
             if (opt.method().equals("gptq")) {
-                GptqRunner.Result r = GptqRunner.run(base, set, opt.spec(), opt.gptq(), opt.keep(), progress);
+                GptqRunner.Result r = GptqRunner.run(base, set, opt.spec(), opt.gptq(), keep, progress);
                 qm = r.model();
                 r.errors().forEach(e -> outputErrors.put(e.name(), e));
             } else {
-                Awq.Result r = Awq.run(base, set, opt.spec(), opt.keep(), progress);
+                Awq.Result r = Awq.run(base, set, opt.spec(), keep, progress);
                 qm = r.model();
                 awqGroups = r.groups();
             }
         } else {
-            qm = QuantizedModel.rtn(ckpt, opt.spec(), opt.keep());
+            qm = QuantizedModel.rtn(ckpt, opt.spec(), keep);
         }
         if (qm.linears().isEmpty()) {
-            throw new QuantizationException("every linear matched a --keep pattern " + opt.keep() + "; nothing to quantize");
+            throw new QuantizationException("every linear matched a --keep pattern " + keep + "; nothing to quantize");
         }
         List<QuantizationReport.LayerReport> layers = new ArrayList<>();
         for (Map.Entry<String, QuantizedLinear> e : qm.linears().entrySet()) {
@@ -115,7 +124,7 @@ public final class QuantizePipeline {
             if (passed) {
                 progress.update("export", 2, 3);
                 if (AimetEncodings.supports(opt.spec())) {
-                    AimetEncodings.write(qm, opt.keep(), out.resolve(AimetEncodings.FILE));
+                    AimetEncodings.write(qm, keep, out.resolve(AimetEncodings.FILE));
                 } else {
                     warnings.add("no " + AimetEncodings.FILE + " for the QNN converter: AIMET encodings 0.5.0 have no block "
                             + "encodings, so only per-channel specs (group 0) can be written");
@@ -136,8 +145,8 @@ public final class QuantizePipeline {
                     outputs.add(dir);
                 }
             }
-            QuantizationReport report = new QuantizationReport(opt.method(), opt.spec().describe(), opt.keep(), coverage,
-                    warnings, layers, awqGroups, fpPpl, qPpl, delta, opt.maxDeltaPpl(), passed, agreement, worst, (System.nanoTime() - t0) / 1e9);
+            QuantizationReport report = new QuantizationReport(opt.method(), opt.spec().describe(), keep, coverage,
+                    warnings, layers, awqGroups, scan, fpPpl, qPpl, delta, opt.maxDeltaPpl(), passed, agreement, worst, (System.nanoTime() - t0) / 1e9);
             JSON.writeValue(out.resolve(REPORT).toFile(), report);
             progress.update("done", 3, 3);
             return new Result(report, outputs);
