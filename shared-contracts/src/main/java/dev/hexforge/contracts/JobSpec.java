@@ -14,8 +14,11 @@ public record JobSpec(int schemaVersion, String name, Model model, List<String> 
     }
 
     public record Quantize(String method, int bits, int group, boolean symmetric, String calibration,
-                           int calibrationSamples, int calibrationLength, List<String> keep, String format,
+                           int calibrationSamples, int calibrationLength, List<String> keep, Auto auto, String format,
                            double maxDeltaPpl) {
+    }
+
+    public record Auto(double maxExtraBytesPercent) {
     }
 
     public record Export(String variant, int opset, int seq, int ctx) {

@@ -39,6 +39,9 @@ class JobSpecTest {
         assertEquals(128, s.quantize().group());
         assertEquals(128, s.quantize().calibrationSamples());
         assertEquals(0.5, s.quantize().maxDeltaPpl());
+        assertEquals(0.0, s.quantize().auto().maxExtraBytesPercent());
+        assertEquals(10.0, JobSpecReader.read("{\"model\": {\"path\": \"m\"}, \"quantize\": {\"auto\": {\"maxExtraBytesPercent\": 10}}}")
+                .quantize().auto().maxExtraBytesPercent());
         assertEquals(17, s.export().opset());
         assertEquals(128, s.export().seq());
         assertEquals("static", s.export().variant());
