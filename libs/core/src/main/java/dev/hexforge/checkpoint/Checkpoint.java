@@ -169,6 +169,20 @@ public final class Checkpoint implements Closeable {
         return store.floats(name);
     }
 
+    /** Files beside the weights that travel with a model folder when a pass writes a new one. */
+    public static final List<String> SIDE_FILES = List.of("config.json", "generation_config.json", "tokenizer.json",
+            "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json");
+
+    /** Copies this folder's side files (those present) into {@code dir}. */
+    public void copySideFiles(Path dir) throws java.io.IOException {
+        for (String f : SIDE_FILES) {
+            Path src = this.dir.resolve(f);
+            if (java.nio.file.Files.isRegularFile(src)) {
+                java.nio.file.Files.copy(src, dir.resolve(f), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            }
+        }
+    }
+
     /** The output head: lm_head, or the embedding when tied. */
     public String lmHeadName() {
         return config.tieWordEmbeddings() ? TensorNames.EMBED : TensorNames.LM_HEAD;

@@ -22,8 +22,6 @@ import java.util.Map;
  * config and tokenizer files are copied unchanged. The folder appears only when complete.
  */
 public final class LoraMerge {
-    private static final List<String> COPIED = List.of("config.json", "generation_config.json", "tokenizer.json",
-            "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json");
 
     private LoraMerge() {
     }
@@ -48,12 +46,7 @@ public final class LoraMerge {
                 }
             }
             SafetensorsWriter.write(tmp.resolve("model.safetensors"), Map.of("format", "pt"), entries);
-            for (String f : COPIED) {
-                Path src = base.dir().resolve(f);
-                if (Files.isRegularFile(src)) {
-                    Files.copy(src, tmp.resolve(f), StandardCopyOption.REPLACE_EXISTING);
-                }
-            }
+            base.copySideFiles(tmp);
             Files.move(tmp, out, StandardCopyOption.ATOMIC_MOVE);
         } catch (IOException | RuntimeException e) {
             Folders.deleteQuietly(tmp);

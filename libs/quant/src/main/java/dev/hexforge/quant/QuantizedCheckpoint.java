@@ -32,8 +32,6 @@ public final class QuantizedCheckpoint {
     public static final String PARAMS = "hexforge_quant.safetensors";
     public static final String INFO = "hexforge_quant.json";
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
-    private static final List<String> COPIED = List.of("config.json", "generation_config.json", "tokenizer.json",
-            "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json");
 
     private QuantizedCheckpoint() {
     }
@@ -88,12 +86,7 @@ public final class QuantizedCheckpoint {
             info.put("symmetric", qm.spec().symmetric());
             qm.replacedFloats().keySet().forEach(info.putArray("replacedFloats")::add);
             JSON.writeValue(tmp.resolve(INFO).toFile(), info);
-            for (String f : COPIED) {
-                Path src = ckpt.dir().resolve(f);
-                if (Files.isRegularFile(src)) {
-                    Files.copy(src, tmp.resolve(f));
-                }
-            }
+            ckpt.copySideFiles(tmp);
             Files.deleteIfExists(out);
             Files.move(tmp, out, StandardCopyOption.ATOMIC_MOVE);
         } catch (IOException e) {

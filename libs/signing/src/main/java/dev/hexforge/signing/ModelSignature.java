@@ -5,17 +5,11 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.security.GeneralSecurityException;
 import java.security.PrivateKey;
 import java.security.PublicKey;
-import java.security.Signature;
 import java.util.ArrayList;
-import java.util.Base64;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -31,8 +25,8 @@ public final class ModelSignature {
     public static final String DEFAULT_SIGNATURE = "model.sig";
     public static final String STATEMENT_TYPE = "https://in-toto.io/Statement/v1";
     public static final String PREDICATE_TYPE = "https://model_signing/signature/v1.0";
-    public static final String PAYLOAD_TYPE = "application/vnd.in-toto+json";
-    public static final String BUNDLE_TYPE = "application/vnd.dev.sigstore.bundle.v0.3+json";
+    public static final String PAYLOAD_TYPE = Dsse.PAYLOAD_TYPE;
+    public static final String BUNDLE_TYPE = Dsse.BUNDLE_TYPE;
     private static final ObjectMapper JSON = new ObjectMapper();
 
     /** What a successful verification established. */
@@ -44,36 +38,11 @@ public final class ModelSignature {
 
     /** Signs {@code dir}, writing the bundle to {@code signature} (inside or outside the folder). */
     public static void sign(Path dir, PrivateKey key, Path signature, List<String> ignore) {
-        PublicKey pub = Keys.publicOf(key);
         String sigName = insideName(dir, signature);
         List<String> ignores = FolderHasher.ignoreList(sigName, ignore);
         Manifest m = FolderHasher.hash(dir, ignores);
         byte[] payload = statement(dir.toAbsolutePath().normalize().getFileName().toString(), m, ignores);
-        byte[] sig;
-        try {
-            Signature s = Signature.getInstance(Keys.signatureAlgorithm(key));
-            s.initSign(key);
-            s.update(pae(PAYLOAD_TYPE, payload));
-            sig = s.sign();
-        } catch (GeneralSecurityException e) {
-            throw new SigningException("signing failed: " + e.getMessage(), e);
-        }
-        ObjectNode bundle = JSON.createObjectNode();
-        bundle.put("mediaType", BUNDLE_TYPE);
-        ObjectNode vm = bundle.putObject("verificationMaterial");
-        vm.putObject("publicKey").put("hint", Keys.hint(pub));
-        vm.putArray("tlogEntries");
-        ObjectNode env = bundle.putObject("dsseEnvelope");
-        env.put("payload", Base64.getEncoder().encodeToString(payload));
-        env.put("payloadType", PAYLOAD_TYPE);
-        env.putArray("signatures").addObject().put("sig", Base64.getEncoder().encodeToString(sig)).put("keyid", "");
-        try {
-            Path tmp = signature.resolveSibling(signature.getFileName() + ".partial");
-            Files.writeString(tmp, bundle.toPrettyString());
-            Files.move(tmp, signature, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-        } catch (IOException e) {
-            throw new SigningException("writing " + signature + ": " + e.getMessage(), e);
-        }
+        Dsse.write(signature, payload, key, "the model");
     }
 
     static byte[] statement(String subject, Manifest m, List<String> ignores) {
@@ -99,57 +68,11 @@ public final class ModelSignature {
 
     /** DSSE pre-authentication encoding: "DSSEv1 len(type) type len(payload) payload", lengths in bytes. */
     public static byte[] pae(String type, byte[] payload) {
-        byte[] t = type.getBytes(StandardCharsets.UTF_8);
-        byte[] head = ("DSSEv1 " + t.length + " " + type + " " + payload.length + " ").getBytes(StandardCharsets.UTF_8);
-        byte[] out = new byte[head.length + payload.length];
-        System.arraycopy(head, 0, out, 0, head.length);
-        System.arraycopy(payload, 0, out, head.length, payload.length);
-        return out;
+        return Dsse.pae(type, payload);
     }
 
     public static Verified verify(Path dir, PublicKey key, Path signature, List<String> ignore) {
-        JsonNode bundle;
-        try {
-            bundle = JSON.readTree(Files.readString(signature));
-        } catch (IOException e) {
-            throw new VerificationException(Files.exists(signature) ? signature + " is not a valid JSON bundle: " + e.getMessage()
-                    : "no signature at " + signature + " (the folder is not signed)", e);
-        }
-        if (bundle == null || !BUNDLE_TYPE.equals(bundle.path("mediaType").asText())) {
-            throw new VerificationException(signature + ": not a sigstore bundle v0.3 (mediaType " + (bundle == null ? "missing" : bundle.path("mediaType")) + ")");
-        }
-        JsonNode env = bundle.path("dsseEnvelope");
-        if (!PAYLOAD_TYPE.equals(env.path("payloadType").asText())) {
-            throw new VerificationException("envelope payloadType is " + env.path("payloadType") + ", expected " + PAYLOAD_TYPE);
-        }
-        JsonNode sigs = env.path("signatures");
-        if (!sigs.isArray() || sigs.size() != 1) {
-            throw new VerificationException("the envelope must hold exactly one signature, it holds " + sigs.size());
-        }
-        byte[] payload;
-        byte[] sig;
-        try {
-            payload = Base64.getDecoder().decode(env.path("payload").asText());
-            sig = Base64.getDecoder().decode(sigs.get(0).path("sig").asText());
-        } catch (IllegalArgumentException e) {
-            throw new VerificationException("the envelope's payload or signature is not base64", e);
-        }
-        try {
-            Signature s = Signature.getInstance(Keys.signatureAlgorithm(key));
-            s.initVerify(key);
-            s.update(pae(PAYLOAD_TYPE, payload));
-            if (!s.verify(sig)) {
-                throw new VerificationException("signature does not match: wrong key, or the signed statement was altered");
-            }
-        } catch (GeneralSecurityException e) {
-            throw new VerificationException("signature does not match: " + e.getMessage(), e);
-        }
-        JsonNode st;
-        try {
-            st = JSON.readTree(payload);
-        } catch (IOException e) {
-            throw new VerificationException("the signed payload is not JSON", e);
-        }
+        JsonNode st = Dsse.open(signature, key, "signature", "no signature at " + signature + " (the folder is not signed)");
         if (!STATEMENT_TYPE.equals(st.path("_type").asText())) {
             throw new VerificationException("statement _type is " + st.path("_type") + ", expected " + STATEMENT_TYPE);
         }

@@ -5,16 +5,12 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.GeneralSecurityException;
 import java.security.PrivateKey;
 import java.security.PublicKey;
-import java.security.Signature;
 import java.time.Instant;
-import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 
@@ -65,62 +61,13 @@ public final class Provenance {
         meta.put("invocationId", facts.invocationId());
         meta.put("startedOn", facts.startedOn().toString());
         meta.put("finishedOn", facts.finishedOn().toString());
-        byte[] payload = st.toPrettyString().getBytes(StandardCharsets.UTF_8);
-        try {
-            Signature s = Signature.getInstance(Keys.signatureAlgorithm(key));
-            s.initSign(key);
-            s.update(ModelSignature.pae(ModelSignature.PAYLOAD_TYPE, payload));
-            ObjectNode bundle = JSON.createObjectNode();
-            bundle.put("mediaType", ModelSignature.BUNDLE_TYPE);
-            ObjectNode vm = bundle.putObject("verificationMaterial");
-            vm.putObject("publicKey").put("hint", Keys.hint(Keys.publicOf(key)));
-            vm.putArray("tlogEntries");
-            ObjectNode env = bundle.putObject("dsseEnvelope");
-            env.put("payload", Base64.getEncoder().encodeToString(payload));
-            env.put("payloadType", ModelSignature.PAYLOAD_TYPE);
-            env.putArray("signatures").addObject().put("sig", Base64.getEncoder().encodeToString(s.sign())).put("keyid", "");
-            Files.writeString(dir.resolve(FILE), bundle.toPrettyString());
-        } catch (GeneralSecurityException e) {
-            throw new SigningException("signing provenance failed: " + e.getMessage(), e);
-        } catch (IOException e) {
-            throw new SigningException("writing " + dir.resolve(FILE) + ": " + e.getMessage(), e);
-        }
+        Dsse.write(dir.resolve(FILE), st.toPrettyString().getBytes(StandardCharsets.UTF_8), key, "the provenance");
     }
 
     /** Checks the provenance's signature and that its subject is this folder as it is now; returns the statement. */
     public static JsonNode verify(Path dir, PublicKey key) {
         Path file = dir.resolve(FILE);
-        JsonNode bundle;
-        try {
-            bundle = JSON.readTree(Files.readString(file));
-        } catch (IOException e) {
-            throw new VerificationException(Files.exists(file) ? file + " is not valid JSON" : "no provenance at " + file, e);
-        }
-        JsonNode env = bundle.path("dsseEnvelope");
-        byte[] payload;
-        byte[] sig;
-        try {
-            payload = Base64.getDecoder().decode(env.path("payload").asText());
-            sig = Base64.getDecoder().decode(env.path("signatures").path(0).path("sig").asText());
-        } catch (IllegalArgumentException e) {
-            throw new VerificationException("provenance payload or signature is not base64", e);
-        }
-        try {
-            Signature s = Signature.getInstance(Keys.signatureAlgorithm(key));
-            s.initVerify(key);
-            s.update(ModelSignature.pae(ModelSignature.PAYLOAD_TYPE, payload));
-            if (!s.verify(sig)) {
-                throw new VerificationException("provenance signature does not match: wrong key, or the statement was altered");
-            }
-        } catch (GeneralSecurityException e) {
-            throw new VerificationException("provenance signature does not match: " + e.getMessage(), e);
-        }
-        JsonNode st;
-        try {
-            st = JSON.readTree(payload);
-        } catch (IOException e) {
-            throw new VerificationException("the provenance payload is not JSON", e);
-        }
+        JsonNode st = Dsse.open(file, key, "provenance signature", "no provenance at " + file);
         if (!PREDICATE_TYPE.equals(st.path("predicateType").asText())) {
             throw new VerificationException("provenance predicateType is " + st.path("predicateType") + ", expected " + PREDICATE_TYPE);
         }

@@ -1,6 +1,5 @@
 package dev.hexforge.gateway;
 
-import com.fasterxml.jackson.core.type.TypeReference;
 import dev.hexforge.contracts.Capabilities;
 import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.JobSpec;
@@ -157,17 +156,13 @@ public class JobService {
             throw new IllegalStateException("job " + id + " is " + j.state.name().toLowerCase() + "; only failed or cancelled jobs can be resumed");
         }
         AttemptEntity last = attempts.findById(j.currentAttempt).orElseThrow();
-        List<ArtifactRef> inputs = ContractsJson.MAPPER.convertValue(parse(last.inputs), new TypeReference<List<ArtifactRef>>() { });
+        List<ArtifactRef> inputs = List.of(ContractsJson.read(last.inputs, ArtifactRef[].class));
         j.state = JobEntity.State.RUNNING;
         j.errorCode = null;
         j.errorMessage = null;
         j.errorHint = null;
         dispatch(j, ContractsJson.read(j.spec, JobSpec.class), Stage.parse(last.stage), inputs);
         return j;
-    }
-
-    private static Object parse(String json) {
-        return ContractsJson.read(json, Object.class);
     }
 
     public JobEntity get(UUID id, String tenant) {

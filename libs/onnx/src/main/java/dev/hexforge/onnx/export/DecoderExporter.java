@@ -31,8 +31,6 @@ import java.util.Map;
 public final class DecoderExporter {
     public static final String WEIGHTS = "model.onnx_data";
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
-    private static final List<String> COPIED_FILES = List.of("config.json", "generation_config.json", "tokenizer.json",
-            "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json");
 
     private DecoderExporter() {
     }
@@ -90,12 +88,7 @@ public final class DecoderExporter {
             writeModel(DecoderGraph.dynamic(c, weights, format, opset, meta), onnxDir.resolve("model.onnx"));
             graphs.put("model", "onnx/model.onnx");
         }
-        for (String f : COPIED_FILES) {
-            Path src = ckpt.dir().resolve(f);
-            if (Files.isRegularFile(src)) {
-                Files.copy(src, dir.resolve(f));
-            }
-        }
+        ckpt.copySideFiles(dir);
         if (!isStatic) {
             markExternalDataForTransformersJs(dir.resolve("config.json"));
         }
