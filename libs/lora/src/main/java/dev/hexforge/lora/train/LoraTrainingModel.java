@@ -1,0 +1,599 @@
+package dev.hexforge.lora.train;
+
+import dev.hexforge.checkpoint.ModelConfig;
+import dev.hexforge.checkpoint.TensorNames.Linear;
+import dev.hexforge.forward.DecoderWeights;
+import dev.hexforge.forward.Rope;
+
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+/**
+ * Forward and hand-written backward of a Qwen2 / Llama decoder with LoRA adapters, base weights frozen. A batch is
+ * packed into one token stream ([tokens, hidden] for every linear) with attention kept inside each sequence, so
+ * no compute is spent on padding. The loss is the summed negative log-likelihood of the target tokens; logits are
+ * computed only for the rows that predict a target, in chunks, which bounds memory for large vocabularies.
+ *
+ * <p>Per layer, the forward keeps what the backward needs: the layer input, both norm outputs with their inverse
+ * RMS, post-RoPE q and k, v, the attention probabilities, the attention output, gate and up, and for each adapter
+ * its (dropped-out) input and {@code scale · A x}.
+ */
+public final class LoraTrainingModel<A> {
+    private static final int LOSS_CHUNK = 64;
+
+    private final TrainKernels<A> k;
+    private final ModelConfig c;
+    private final LoraParams<A> params;
+    private final A embed;
+    private final A lmHead;
+    private final A finalNorm;
+    private final FrozenLayer<A>[] layers;
+    private final Rope rope;
+    private final double attnScale;
+    private final double dropout;
+
+    private static final class FrozenLayer<A> {
+        A inputNorm;
+        A postNorm;
+        final Map<Linear, A> w = new EnumMap<>(Linear.class);
+        final Map<Linear, A> b = new EnumMap<>(Linear.class);
+    }
+
+    @SuppressWarnings("unchecked")
+    public LoraTrainingModel(TrainKernels<A> k, DecoderWeights weights, LoraParams<A> params) {
+        this.k = k;
+        this.c = weights.config();
+        this.params = params;
+        this.embed = k.of(weights.embed());
+        this.lmHead = weights.lmHead() == weights.embed() ? embed : k.of(weights.lmHead());
+        this.finalNorm = k.of(weights.finalNorm());
+        this.layers = new FrozenLayer[c.numLayers()];
+        for (int l = 0; l < layers.length; l++) {
+            DecoderWeights.Layer src = weights.layer(l);
+            FrozenLayer<A> f = new FrozenLayer<>();
+            f.inputNorm = k.of(src.inputNorm());
+            f.postNorm = k.of(src.postAttentionNorm());
+            for (Linear lin : Linear.values()) {
+                f.w.put(lin, k.of(src.weight(lin)));
+                if (src.bias(lin) != null) {
+                    f.b.put(lin, k.of(src.bias(lin)));
+                }
+            }
+            layers[l] = f;
+        }
+        this.rope = Rope.of(c, c.maxPositionEmbeddings());
+        this.attnScale = 1.0 / Math.sqrt(c.headDim());
+        this.dropout = params.config().dropout();
+    }
+
+    public ModelConfig config() {
+        return c;
+    }
+
+    public LoraParams<A> params() {
+        return params;
+    }
+
+    public TrainKernels<A> kernels() {
+        return k;
+    }
+
+    /** The summed NLL and the number of target tokens of a batch. */
+    public record Loss(double sum, int tokens) {
+        public double mean() {
+            return tokens == 0 ? 0 : sum / tokens;
+        }
+    }
+
+    /** Loss without gradients or dropout (evaluation). */
+    public Loss loss(List<TrainingExample> batch) {
+        Pass p = new Pass(batch, false, 0);
+        p.forward();
+        return p.loss(0, false);
+    }
+
+    /**
+     * Forward and backward: adds {@code gradScale · ∂(summed NLL)/∂θ} to the parameter gradients. Dropout masks
+     * come from {@code dropoutSeed}, so a step can be replayed exactly.
+     */
+    public Loss forwardBackward(List<TrainingExample> batch, double gradScale, long dropoutSeed) {
+        Pass p = new Pass(batch, true, dropoutSeed);
+        p.forward();
+        Loss loss = p.loss(gradScale, true);
+        p.backward();
+        return loss;
+    }
+
+    /** The training-mode loss (dropout from {@code dropoutSeed}) without gradients: for finite-difference checks. */
+    public double forwardBackwardLossOnly(List<TrainingExample> batch, long dropoutSeed) {
+        Pass p = new Pass(batch, true, dropoutSeed);
+        p.forward();
+        return p.loss(0, false).sum();
+    }
+
+    /** What one adapter keeps for its backward. */
+    private final class AdapterCache {
+        A input;   // the dropped-out input (or the input itself without dropout)
+        A keep;    // the dropout multipliers (0 or 1/(1-p)), null without dropout
+        A scaledU; // scale · (input · Aᵀ), [T, r]
+    }
+
+    private final class LayerCache {
+        A xIn;
+        A rstd1;
+        A n1;
+        A q;
+        A kk;
+        A v;
+        A probs;
+        A attn;
+        A xMid;
+        A rstd2;
+        A n2;
+        A gate;
+        A up;
+        final Map<Linear, AdapterCache> adapters = new EnumMap<>(Linear.class);
+    }
+
+    /** One forward (and optional backward) over a packed batch. */
+    private final class Pass {
+        final int t;
+        final int[] ids;
+        final int[] positions;
+        final int[] seqStart;
+        final int[] seqLen;
+        final int[] probOffset;
+        final boolean train;
+        final long seed;
+        final List<LayerCache> caches;
+        final int[] lossRows;
+        final int[] lossTargets;
+        A xOut;
+        A dFinal;
+
+        Pass(List<TrainingExample> batch, boolean train, long seed) {
+            this.train = train;
+            this.seed = seed;
+            int n = batch.size();
+            seqStart = new int[n];
+            seqLen = new int[n];
+            probOffset = new int[n + 1];
+            int total = 0;
+            int targets = 0;
+            for (int s = 0; s < n; s++) {
+                TrainingExample e = batch.get(s);
+                if (e.tokens().length > c.maxPositionEmbeddings() + 1) {
+                    throw new IllegalArgumentException("a sequence of " + e.tokens().length
+                            + " tokens is longer than max_position_embeddings " + c.maxPositionEmbeddings());
+                }
+                seqStart[s] = total;
+                seqLen[s] = e.inputLength();
+                total += e.inputLength();
+                probOffset[s + 1] = probOffset[s] + c.numHeads() * seqLen[s] * seqLen[s];
+                targets += e.targetCount();
+            }
+            t = total;
+            ids = new int[t];
+            positions = new int[t];
+            lossRows = new int[targets];
+            lossTargets = new int[targets];
+            int r = 0;
+            for (int s = 0; s < n; s++) {
+                TrainingExample e = batch.get(s);
+                for (int p = 0; p < seqLen[s]; p++) {
+                    int id = e.tokens()[p];
+                    if (id < 0 || id >= c.vocabSize()) {
+                        throw new IllegalArgumentException("token id " + id + " is outside the vocabulary (0.."
+                                + (c.vocabSize() - 1) + ")");
+                    }
+                    ids[seqStart[s] + p] = id;
+                    positions[seqStart[s] + p] = p;
+                    if (e.target()[p + 1]) {
+                        lossRows[r] = seqStart[s] + p;
+                        lossTargets[r] = e.tokens()[p + 1];
+                        r++;
+                    }
+                }
+            }
+            caches = new java.util.ArrayList<>(java.util.Collections.nCopies(c.numLayers(), null));
+        }
+
+        void forward() {
+            int h = c.hiddenSize();
+            A x = k.alloc(t * h);
+            for (int i = 0; i < t; i++) {
+                for (int j = 0; j < h; j++) {
+                    k.set(x, i * h + j, k.get(embed, ids[i] * h + j));
+                }
+            }
+            for (int l = 0; l < layers.length; l++) {
+                x = layerForward(l, x);
+            }
+            xOut = x;
+        }
+
+        A layerForward(int l, A x) {
+            FrozenLayer<A> f = layers[l];
+            LayerCache lc = new LayerCache();
+            if (train) {
+                caches.set(l, lc);
+            }
+            int h = c.hiddenSize();
+            int qs = c.qSize();
+            int kvs = c.kvSize();
+            int inter = c.intermediateSize();
+            lc.xIn = x;
+            lc.rstd1 = k.alloc(t);
+            lc.n1 = k.alloc(t * h);
+            rmsNormRows(x, f.inputNorm, lc.n1, lc.rstd1, t, h);
+            lc.q = linear(l, Linear.Q, lc.n1, h, qs, lc);
+            lc.kk = linear(l, Linear.K, lc.n1, h, kvs, lc);
+            lc.v = linear(l, Linear.V, lc.n1, h, kvs, lc);
+            rope(lc.q, c.numHeads(), false);
+            rope(lc.kk, c.numKvHeads(), false);
+            lc.probs = k.alloc(probOffset[seqLen.length]);
+            lc.attn = k.alloc(t * qs);
+            attention(lc);
+            A o = linear(l, Linear.O, lc.attn, qs, h, lc);
+            lc.xMid = k.copy(x);
+            k.axpy(1, o, 0, lc.xMid, 0, t * h);
+            lc.rstd2 = k.alloc(t);
+            lc.n2 = k.alloc(t * h);
+            rmsNormRows(lc.xMid, f.postNorm, lc.n2, lc.rstd2, t, h);
+            lc.gate = linear(l, Linear.GATE, lc.n2, h, inter, lc);
+            lc.up = linear(l, Linear.UP, lc.n2, h, inter, lc);
+            A act = siluMul(lc.gate, lc.up);
+            A down = linear(l, Linear.DOWN, act, inter, h, lc);
+            AdapterCache downAdapter = lc.adapters.get(Linear.DOWN);
+            if (downAdapter != null && downAdapter.keep == null) {
+                downAdapter.input = null; // recomputed in the backward rather than kept
+            }
+            A out = k.copy(lc.xMid);
+            k.axpy(1, down, 0, out, 0, t * h);
+            return out;
+        }
+
+        A linear(int l, Linear lin, A in, int inDim, int outDim, LayerCache lc) {
+            FrozenLayer<A> f = layers[l];
+            A y = k.alloc(t * outDim);
+            k.matmulNT(in, f.w.get(lin), y, t, inDim, outDim, false);
+            A bias = f.b.get(lin);
+            if (bias != null) {
+                for (int i = 0; i < t; i++) {
+                    k.axpy(1, bias, 0, y, i * outDim, outDim);
+                }
+            }
+            LoraParams.Module<A> m = params.module(l, lin);
+            if (m != null) {
+                int r = params.config().r();
+                AdapterCache ac = new AdapterCache();
+                ac.input = in;
+                if (train && dropout > 0) {
+                    ac.keep = k.alloc(t * inDim);
+                    ac.input = k.alloc(t * inDim);
+                    SplittableRandom rng = new SplittableRandom(seed ^ (0x9E3779B97F4A7C15L * (l * 8L + lin.ordinal() + 1)));
+                    double kept = 1.0 / (1.0 - dropout);
+                    for (int i = 0; i < t * inDim; i++) {
+                        if (rng.nextDouble() >= dropout) {
+                            k.set(ac.keep, i, kept);
+                            k.set(ac.input, i, k.get(in, i) * kept);
+                        }
+                    }
+                }
+                ac.scaledU = k.alloc(t * r);
+                k.matmulNT(ac.input, m.a, ac.scaledU, t, inDim, r, false);
+                double scale = params.config().scale();
+                for (int i = 0; i < t * r; i++) {
+                    k.set(ac.scaledU, i, k.get(ac.scaledU, i) * scale);
+                }
+                // y += (s·u) · Bᵀ, as rows: y[t, :] += Σ_j su[t, j] · B[:, j]
+                A bt = transpose(m.b, outDim, r);
+                k.matmulNN(ac.scaledU, bt, y, t, r, outDim, true);
+                if (train) {
+                    lc.adapters.put(lin, ac);
+                }
+            }
+            return y;
+        }
+
+        /** Backward of one linear: returns nothing, adds {@code dy · W} (and the adapter's part) into {@code dIn}. */
+        void linearBackward(int l, Linear lin, A dy, int inDim, int outDim, A dIn, LayerCache lc) {
+            k.matmulNN(dy, layers[l].w.get(lin), dIn, t, outDim, inDim, true);
+            LoraParams.Module<A> m = params.module(l, lin);
+            if (m == null) {
+                return;
+            }
+            int r = params.config().r();
+            AdapterCache ac = lc.adapters.get(lin);
+            // ∂L/∂B[o, j] = Σ_t dy[t, o] · su[t, j]
+            k.matmulTN(dy, ac.scaledU, m.gradB, t, outDim, r);
+            // ∂L/∂u = s · dy · B
+            A du = k.alloc(t * r);
+            k.matmulNT(dy, transpose(m.b, outDim, r), du, t, outDim, r, false);
+            double scale = params.config().scale();
+            for (int i = 0; i < t * r; i++) {
+                k.set(du, i, k.get(du, i) * scale);
+            }
+            k.matmulTN(du, ac.input, m.gradA, t, r, inDim);
+            if (ac.keep == null) {
+                k.matmulNN(du, m.a, dIn, t, r, inDim, true);
+            } else {
+                A dx = k.alloc(t * inDim);
+                k.matmulNN(du, m.a, dx, t, r, inDim, false);
+                for (int i = 0; i < t * inDim; i++) {
+                    double keep = k.get(ac.keep, i);
+                    if (keep != 0) {
+                        k.add(dIn, i, k.get(dx, i) * keep);
+                    }
+                }
+            }
+        }
+
+        /** The [rows, cols] matrix transposed (small: adapter B only). */
+        A transpose(A m, int rows, int cols) {
+            A out = k.alloc(rows * cols);
+            for (int i = 0; i < rows; i++) {
+                for (int j = 0; j < cols; j++) {
+                    k.set(out, j * rows + i, k.get(m, i * cols + j));
+                }
+            }
+            return out;
+        }
+
+        /** {@code dx += ∂norm/∂x · dy} for y = w ⊙ x · r, r = (mean(x²) + eps)^-½. */
+        void rmsNormBackward(A dy, A x, A w, A rstd, A dx, int h, int[] rows) {
+            for (int row : rows) {
+                int off = row * h;
+                double r = k.get(rstd, row);
+                double g = 0;
+                for (int j = 0; j < h; j++) {
+                    g += k.get(w, j) * k.get(dy, off + j) * k.get(x, off + j);
+                }
+                double coef = r * r * r * g / h;
+                for (int j = 0; j < h; j++) {
+                    k.add(dx, off + j, r * k.get(w, j) * k.get(dy, off + j) - coef * k.get(x, off + j));
+                }
+            }
+        }
+
+        int[] allRows() {
+            int[] rows = new int[t];
+            for (int i = 0; i < t; i++) {
+                rows[i] = i;
+            }
+            return rows;
+        }
+
+        void rope(A x, int heads, boolean inverse) {
+            int d = c.headDim();
+            int half = d / 2;
+            float[] cos = rope.cos();
+            float[] sin = rope.sin();
+            int width = heads * d;
+            for (int i = 0; i < t; i++) {
+                int base = positions[i] * d;
+                for (int hd = 0; hd < heads; hd++) {
+                    int off = i * width + hd * d;
+                    for (int j = 0; j < half; j++) {
+                        double x1 = k.get(x, off + j);
+                        double x2 = k.get(x, off + j + half);
+                        double cs = cos[base + j];
+                        double sn = inverse ? -sin[base + j] : sin[base + j];
+                        k.set(x, off + j, x1 * cs - x2 * sn);
+                        k.set(x, off + j + half, x2 * cs + x1 * sn);
+                    }
+                }
+            }
+        }
+
+        void attention(LayerCache lc) {
+            int d = c.headDim();
+            int heads = c.numHeads();
+            int qs = c.qSize();
+            int kvs = c.kvSize();
+            int group = c.groupSize();
+            k.forRows(seqLen.length * heads, (long) 64 * d * 64, (from, to) -> {
+                double[] row = new double[0];
+                for (int job = from; job < to; job++) {
+                    int s = job / heads;
+                    int hd = job % heads;
+                    int n = seqLen[s];
+                    int start = seqStart[s];
+                    int kvOff = (hd / group) * d;
+                    if (row.length < n) {
+                        row = new double[n];
+                    }
+                    for (int i = 0; i < n; i++) {
+                        int qOff = (start + i) * qs + hd * d;
+                        double max = Double.NEGATIVE_INFINITY;
+                        for (int j = 0; j <= i; j++) {
+                            row[j] = k.dot(lc.q, qOff, lc.kk, (start + j) * kvs + kvOff, d) * attnScale;
+                            max = Math.max(max, row[j]);
+                        }
+                        double sum = 0;
+                        for (int j = 0; j <= i; j++) {
+                            row[j] = Math.exp(row[j] - max);
+                            sum += row[j];
+                        }
+                        int pRow = probOffset[s] + (hd * n + i) * n;
+                        for (int j = 0; j <= i; j++) {
+                            double p = row[j] / sum;
+                            k.set(lc.probs, pRow + j, p);
+                            k.axpy(p, lc.v, (start + j) * kvs + kvOff, lc.attn, qOff, d);
+                        }
+                    }
+                }
+            });
+        }
+
+        void attentionBackward(LayerCache lc, A dAttn, A dq, A dk, A dv) {
+            int d = c.headDim();
+            int heads = c.numHeads();
+            int qs = c.qSize();
+            int kvs = c.kvSize();
+            int group = c.groupSize();
+            // sequences touch disjoint rows; heads of one KV group share dk / dv, so they stay on one worker
+            k.forRows(seqLen.length, (long) heads * 64 * d * 64, (from, to) -> {
+                for (int s = from; s < to; s++) {
+                    int n = seqLen[s];
+                    int start = seqStart[s];
+                    for (int hd = 0; hd < heads; hd++) {
+                        int kvOff = (hd / group) * d;
+                        for (int i = 0; i < n; i++) {
+                            int qOff = (start + i) * qs + hd * d;
+                            double delta = k.dot(dAttn, qOff, lc.attn, qOff, d);
+                            int pRow = probOffset[s] + (hd * n + i) * n;
+                            for (int j = 0; j <= i; j++) {
+                                double p = k.get(lc.probs, pRow + j);
+                                int kvRow = (start + j) * kvs + kvOff;
+                                double dp = k.dot(dAttn, qOff, lc.v, kvRow, d);
+                                k.axpy(p, dAttn, qOff, dv, kvRow, d);
+                                double ds = p * (dp - delta) * attnScale;
+                                k.axpy(ds, lc.kk, kvRow, dq, qOff, d);
+                                k.axpy(ds, lc.q, qOff, dk, kvRow, d);
+                            }
+                        }
+                    }
+                }
+            });
+        }
+
+        A siluMul(A gate, A up) {
+            int n = t * c.intermediateSize();
+            A out = k.alloc(n);
+            for (int i = 0; i < n; i++) {
+                double g = k.get(gate, i);
+                k.set(out, i, g / (1 + Math.exp(-g)) * k.get(up, i));
+            }
+            return out;
+        }
+
+        Loss loss(double gradScale, boolean withGrad) {
+            int h = c.hiddenSize();
+            int vocab = c.vocabSize();
+            double sum = 0;
+            if (withGrad) {
+                dFinal = k.alloc(t * h);
+            }
+            for (int from = 0; from < lossRows.length; from += LOSS_CHUNK) {
+                int n = Math.min(LOSS_CHUNK, lossRows.length - from);
+                A xs = k.alloc(n * h);
+                A rstd = k.alloc(n);
+                for (int i = 0; i < n; i++) {
+                    for (int j = 0; j < h; j++) {
+                        k.set(xs, i * h + j, k.get(xOut, lossRows[from + i] * h + j));
+                    }
+                }
+                A normed = k.alloc(n * h);
+                rmsNormRows(xs, finalNorm, normed, rstd, n, h);
+                A logits = k.alloc(n * vocab);
+                k.matmulNT(normed, lmHead, logits, n, h, vocab, false);
+                for (int i = 0; i < n; i++) {
+                    int off = i * vocab;
+                    double max = Double.NEGATIVE_INFINITY;
+                    for (int v = 0; v < vocab; v++) {
+                        max = Math.max(max, k.get(logits, off + v));
+                    }
+                    double z = 0;
+                    for (int v = 0; v < vocab; v++) {
+                        z += Math.exp(k.get(logits, off + v) - max);
+                    }
+                    int target = lossTargets[from + i];
+                    double logZ = max + Math.log(z);
+                    sum += logZ - k.get(logits, off + target);
+                    if (withGrad) {
+                        for (int v = 0; v < vocab; v++) {
+                            double p = Math.exp(k.get(logits, off + v) - logZ);
+                            k.set(logits, off + v, (p - (v == target ? 1 : 0)) * gradScale);
+                        }
+                    }
+                }
+                if (withGrad) {
+                    A dNormed = k.alloc(n * h);
+                    k.matmulNN(logits, lmHead, dNormed, n, vocab, h, false);
+                    A dx = k.alloc(n * h);
+                    int[] rows = new int[n];
+                    for (int i = 0; i < n; i++) {
+                        rows[i] = i;
+                    }
+                    rmsNormBackward(dNormed, xs, finalNorm, rstd, dx, h, rows);
+                    for (int i = 0; i < n; i++) {
+                        k.axpy(1, dx, i * h, dFinal, lossRows[from + i] * h, h);
+                    }
+                }
+            }
+            return new Loss(sum, lossRows.length);
+        }
+
+        void rmsNormRows(A x, A w, A out, A rstd, int rows, int h) {
+            double eps = c.rmsNormEps();
+            for (int i = 0; i < rows; i++) {
+                double ss = k.dot(x, i * h, x, i * h, h);
+                double r = 1.0 / Math.sqrt(ss / h + eps);
+                k.set(rstd, i, r);
+                for (int j = 0; j < h; j++) {
+                    k.set(out, i * h + j, k.get(w, j) * (k.get(x, i * h + j) * r));
+                }
+            }
+        }
+
+        void backward() {
+            int h = c.hiddenSize();
+            int qs = c.qSize();
+            int kvs = c.kvSize();
+            int inter = c.intermediateSize();
+            int[] rows = allRows();
+            A dx = dFinal;
+            for (int l = layers.length - 1; l >= 0; l--) {
+                FrozenLayer<A> f = layers[l];
+                LayerCache lc = caches.get(l);
+                // MLP: out = xMid + down(silu(gate) ⊙ up)
+                A act = siluMul(lc.gate, lc.up);
+                A dAct = k.alloc(t * inter);
+                linearBackwardInto(l, Linear.DOWN, dx, inter, h, dAct, lc, act);
+                A dGate = k.alloc(t * inter);
+                A dUp = k.alloc(t * inter);
+                for (int i = 0; i < t * inter; i++) {
+                    double g = k.get(lc.gate, i);
+                    double sg = 1 / (1 + Math.exp(-g));
+                    double da = k.get(dAct, i);
+                    k.set(dUp, i, da * g * sg);
+                    k.set(dGate, i, da * k.get(lc.up, i) * sg * (1 + g * (1 - sg)));
+                }
+                A dN2 = k.alloc(t * h);
+                linearBackward(l, Linear.GATE, dGate, h, inter, dN2, lc);
+                linearBackward(l, Linear.UP, dUp, h, inter, dN2, lc);
+                A dMid = k.copy(dx);
+                rmsNormBackward(dN2, lc.xMid, f.postNorm, lc.rstd2, dMid, h, rows);
+                // attention: xMid = xIn + o_proj(attn(q, k, v))
+                A dAttn = k.alloc(t * qs);
+                linearBackward(l, Linear.O, dMid, qs, h, dAttn, lc);
+                A dq = k.alloc(t * qs);
+                A dk = k.alloc(t * kvs);
+                A dv = k.alloc(t * kvs);
+                attentionBackward(lc, dAttn, dq, dk, dv);
+                rope(dq, c.numHeads(), true);
+                rope(dk, c.numKvHeads(), true);
+                A dN1 = k.alloc(t * h);
+                linearBackward(l, Linear.Q, dq, h, qs, dN1, lc);
+                linearBackward(l, Linear.K, dk, h, kvs, dN1, lc);
+                linearBackward(l, Linear.V, dv, h, kvs, dN1, lc);
+                A dIn = dMid;
+                rmsNormBackward(dN1, lc.xIn, f.inputNorm, lc.rstd1, dIn, h, rows);
+                dx = dIn;
+                caches.set(l, null);
+            }
+        }
+
+        /** As {@link #linearBackward}, for the down projection whose input (the activation) is recomputed. */
+        void linearBackwardInto(int l, Linear lin, A dy, int inDim, int outDim, A dIn, LayerCache lc, A recomputedInput) {
+            AdapterCache ac = lc.adapters.get(lin);
+            if (ac != null && ac.keep == null) {
+                ac.input = recomputedInput;
+            }
+            linearBackward(l, lin, dy, inDim, outDim, dIn, lc);
+        }
+    }
+}

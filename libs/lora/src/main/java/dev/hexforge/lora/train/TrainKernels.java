@@ -1,0 +1,153 @@
+package dev.hexforge.lora.train;
+
+import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.RecursiveAction;
+
+/**
+ * The numeric primitives of LoRA training over one array type: {@code float[]} for training, {@code double[]} for
+ * the finite-difference gradient check. The matrix products here are the naive loops; {@link VectorFloatKernels}
+ * overrides them with SIMD tiles. Rows of large products are split across {@code threads} workers; each row is
+ * computed by one worker in a fixed order, so results do not depend on the thread count.
+ *
+ * @param <A> the array type
+ */
+public abstract class TrainKernels<A> implements AutoCloseable {
+    private static final long PARALLEL_WORK = 1 << 16;
+    private final int threads;
+    private final ForkJoinPool pool;
+
+    protected TrainKernels(int threads) {
+        if (threads < 1) {
+            throw new IllegalArgumentException("threads must be >= 1, got " + threads);
+        }
+        this.threads = threads;
+        this.pool = threads > 1 ? new ForkJoinPool(threads) : null;
+    }
+
+    /** Float32 with SIMD when the JVM has jdk.incubator.vector, else plain loops. */
+    public static TrainKernels<float[]> float32(int threads) {
+        if (ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()) {
+            try {
+                return new VectorFloatKernels(threads);
+            } catch (LinkageError e) {
+                return new FloatKernels(threads);
+            }
+        }
+        return new FloatKernels(threads);
+    }
+
+    public static TrainKernels<double[]> float64() {
+        return new DoubleKernels(1);
+    }
+
+    public int threads() {
+        return threads;
+    }
+
+    public abstract String name();
+
+    public abstract A alloc(int n);
+
+    /** Frozen float32 weights in this precision (the same array for float32). */
+    public abstract A of(float[] values);
+
+    public abstract float[] toFloats(A a);
+
+    public abstract int length(A a);
+
+    public abstract double get(A a, int i);
+
+    public abstract void set(A a, int i, double v);
+
+    public abstract void fill(A a, double v);
+
+    public abstract A copy(A a);
+
+    public abstract double dot(A a, int aOff, A b, int bOff, int n);
+
+    /** {@code y[yOff + i] += alpha * x[xOff + i]}. */
+    public abstract void axpy(double alpha, A x, int xOff, A y, int yOff, int n);
+
+    public void add(A a, int i, double v) {
+        set(a, i, get(a, i) + v);
+    }
+
+    /** {@code y[rows, out] (+)= x[rows, in] · w[out, in]ᵀ}. */
+    public void matmulNT(A x, A w, A y, int rows, int in, int out, boolean accumulate) {
+        forRows(rows, (long) in * out, (from, to) -> {
+            for (int t = from; t < to; t++) {
+                for (int o = 0; o < out; o++) {
+                    double s = dot(x, t * in, w, o * in, in);
+                    set(y, t * out + o, accumulate ? get(y, t * out + o) + s : s);
+                }
+            }
+        });
+    }
+
+    /** {@code dx[rows, in] (+)= dy[rows, out] · w[out, in]}. */
+    public void matmulNN(A dy, A w, A dx, int rows, int out, int in, boolean accumulate) {
+        forRows(rows, (long) in * out, (from, to) -> {
+            for (int t = from; t < to; t++) {
+                if (!accumulate) {
+                    for (int i = 0; i < in; i++) {
+                        set(dx, t * in + i, 0);
+                    }
+                }
+                for (int o = 0; o < out; o++) {
+                    axpy(get(dy, t * out + o), w, o * in, dx, t * in, in);
+                }
+            }
+        });
+    }
+
+    /** {@code g[out, in] += dy[rows, out]ᵀ · x[rows, in]}: the gradient of a weight (small, single-threaded). */
+    public void matmulTN(A dy, A x, A g, int rows, int out, int in) {
+        for (int t = 0; t < rows; t++) {
+            for (int o = 0; o < out; o++) {
+                double d = get(dy, t * out + o);
+                if (d != 0) {
+                    axpy(d, x, t * in, g, o * in, in);
+                }
+            }
+        }
+    }
+
+    /** A body over a half-open range of rows. */
+    @FunctionalInterface
+    public interface RowRange {
+        void run(int from, int to);
+    }
+
+    /** Runs {@code body} over [0, rows), split across the workers when there is enough work. */
+    public void forRows(int rows, long workPerRow, RowRange body) {
+        if (pool == null || rows < 2 || rows * workPerRow < PARALLEL_WORK) {
+            body.run(0, rows);
+            return;
+        }
+        int chunks = Math.min(rows, threads * 4);
+        pool.invoke(new RecursiveAction() {
+            @Override
+            protected void compute() {
+                RecursiveAction[] parts = new RecursiveAction[chunks];
+                for (int c = 0; c < chunks; c++) {
+                    int from = (int) ((long) rows * c / chunks);
+                    int to = (int) ((long) rows * (c + 1) / chunks);
+                    parts[c] = new RecursiveAction() {
+                        @Override
+                        protected void compute() {
+                            body.run(from, to);
+                        }
+                    };
+                }
+                invokeAll(parts);
+            }
+        });
+    }
+
+    @Override
+    public void close() {
+        if (pool != null) {
+            pool.shutdown();
+        }
+    }
+}

@@ -1,0 +1,212 @@
+package dev.hexforge.lora.train;
+
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * Float32 training kernels on jdk.incubator.vector. {@code x·wᵀ} runs in 2×4 register tiles of dot products;
+ * {@code dy·w} in 4-row × 2-vector tiles of broadcast FMAs, so no horizontal sums are needed there.
+ */
+final class VectorFloatKernels extends FloatKernels {
+    private static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;
+    private static final int L = S.length();
+
+    VectorFloatKernels(int threads) {
+        super(threads);
+    }
+
+    @Override
+    public String name() {
+        return "float32-vector-" + S.vectorBitSize();
+    }
+
+    @Override
+    public double dot(float[] a, int aOff, float[] b, int bOff, int n) {
+        int bound = S.loopBound(n);
+        FloatVector acc = FloatVector.zero(S);
+        int i = 0;
+        for (; i < bound; i += L) {
+            acc = FloatVector.fromArray(S, a, aOff + i).fma(FloatVector.fromArray(S, b, bOff + i), acc);
+        }
+        float s = acc.reduceLanes(VectorOperators.ADD);
+        for (; i < n; i++) {
+            s += a[aOff + i] * b[bOff + i];
+        }
+        return s;
+    }
+
+    @Override
+    public void axpy(double alpha, float[] x, int xOff, float[] y, int yOff, int n) {
+        float a = (float) alpha;
+        FloatVector va = FloatVector.broadcast(S, a);
+        int bound = S.loopBound(n);
+        int i = 0;
+        for (; i < bound; i += L) {
+            FloatVector.fromArray(S, x, xOff + i).fma(va, FloatVector.fromArray(S, y, yOff + i)).intoArray(y, yOff + i);
+        }
+        for (; i < n; i++) {
+            y[yOff + i] += a * x[xOff + i];
+        }
+    }
+
+    @Override
+    public void matmulNT(float[] x, float[] w, float[] y, int rows, int in, int out, boolean accumulate) {
+        forRows(rows, (long) in * out, (from, to) -> ntRows(x, w, y, from, to, in, out, accumulate));
+    }
+
+    private void ntRows(float[] x, float[] w, float[] y, int from, int to, int in, int out, boolean acc) {
+        int bound = S.loopBound(in);
+        int t = from;
+        for (; t + 1 < to; t += 2) {
+            int x0 = t * in;
+            int x1 = x0 + in;
+            int o = 0;
+            for (; o + 3 < out; o += 4) {
+                int w0 = o * in;
+                int w1 = w0 + in;
+                int w2 = w1 + in;
+                int w3 = w2 + in;
+                FloatVector a00 = FloatVector.zero(S), a01 = a00, a02 = a00, a03 = a00;
+                FloatVector a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+                for (int i = 0; i < bound; i += L) {
+                    FloatVector vx0 = FloatVector.fromArray(S, x, x0 + i);
+                    FloatVector vx1 = FloatVector.fromArray(S, x, x1 + i);
+                    FloatVector v = FloatVector.fromArray(S, w, w0 + i);
+                    a00 = vx0.fma(v, a00);
+                    a10 = vx1.fma(v, a10);
+                    v = FloatVector.fromArray(S, w, w1 + i);
+                    a01 = vx0.fma(v, a01);
+                    a11 = vx1.fma(v, a11);
+                    v = FloatVector.fromArray(S, w, w2 + i);
+                    a02 = vx0.fma(v, a02);
+                    a12 = vx1.fma(v, a12);
+                    v = FloatVector.fromArray(S, w, w3 + i);
+                    a03 = vx0.fma(v, a03);
+                    a13 = vx1.fma(v, a13);
+                }
+                int y0 = t * out + o;
+                int y1 = y0 + out;
+                put(y, y0, a00.reduceLanes(VectorOperators.ADD) + tail(x, x0, w, w0, bound, in), acc);
+                put(y, y0 + 1, a01.reduceLanes(VectorOperators.ADD) + tail(x, x0, w, w1, bound, in), acc);
+                put(y, y0 + 2, a02.reduceLanes(VectorOperators.ADD) + tail(x, x0, w, w2, bound, in), acc);
+                put(y, y0 + 3, a03.reduceLanes(VectorOperators.ADD) + tail(x, x0, w, w3, bound, in), acc);
+                put(y, y1, a10.reduceLanes(VectorOperators.ADD) + tail(x, x1, w, w0, bound, in), acc);
+                put(y, y1 + 1, a11.reduceLanes(VectorOperators.ADD) + tail(x, x1, w, w1, bound, in), acc);
+                put(y, y1 + 2, a12.reduceLanes(VectorOperators.ADD) + tail(x, x1, w, w2, bound, in), acc);
+                put(y, y1 + 3, a13.reduceLanes(VectorOperators.ADD) + tail(x, x1, w, w3, bound, in), acc);
+            }
+            for (; o < out; o++) {
+                put(y, t * out + o, (float) dot(x, x0, w, o * in, in), acc);
+                put(y, (t + 1) * out + o, (float) dot(x, x1, w, o * in, in), acc);
+            }
+        }
+        for (; t < to; t++) {
+            for (int o = 0; o < out; o++) {
+                put(y, t * out + o, (float) dot(x, t * in, w, o * in, in), acc);
+            }
+        }
+    }
+
+    private static float tail(float[] x, int xOff, float[] w, int wOff, int from, int n) {
+        float s = 0f;
+        for (int i = from; i < n; i++) {
+            s += x[xOff + i] * w[wOff + i];
+        }
+        return s;
+    }
+
+    private static void put(float[] y, int i, float v, boolean acc) {
+        y[i] = acc ? y[i] + v : v;
+    }
+
+    @Override
+    public void matmulNN(float[] dy, float[] w, float[] dx, int rows, int out, int in, boolean accumulate) {
+        forRows(rows, (long) in * out, (from, to) -> nnRows(dy, w, dx, from, to, out, in, accumulate));
+    }
+
+    private void nnRows(float[] dy, float[] w, float[] dx, int from, int to, int out, int in, boolean acc) {
+        int bound2 = in / (2 * L) * (2 * L);
+        int t = from;
+        for (; t + 3 < to; t += 4) {
+            int d0 = t * out;
+            int d1 = d0 + out;
+            int d2 = d1 + out;
+            int d3 = d2 + out;
+            for (int i = 0; i < bound2; i += 2 * L) {
+                int r0 = t * in + i;
+                int r1 = r0 + in;
+                int r2 = r1 + in;
+                int r3 = r2 + in;
+                FloatVector c00, c01, c10, c11, c20, c21, c30, c31;
+                if (acc) {
+                    c00 = FloatVector.fromArray(S, dx, r0);
+                    c01 = FloatVector.fromArray(S, dx, r0 + L);
+                    c10 = FloatVector.fromArray(S, dx, r1);
+                    c11 = FloatVector.fromArray(S, dx, r1 + L);
+                    c20 = FloatVector.fromArray(S, dx, r2);
+                    c21 = FloatVector.fromArray(S, dx, r2 + L);
+                    c30 = FloatVector.fromArray(S, dx, r3);
+                    c31 = FloatVector.fromArray(S, dx, r3 + L);
+                } else {
+                    c00 = FloatVector.zero(S);
+                    c01 = c00;
+                    c10 = c00;
+                    c11 = c00;
+                    c20 = c00;
+                    c21 = c00;
+                    c30 = c00;
+                    c31 = c00;
+                }
+                for (int o = 0; o < out; o++) {
+                    FloatVector w0 = FloatVector.fromArray(S, w, o * in + i);
+                    FloatVector w1 = FloatVector.fromArray(S, w, o * in + i + L);
+                    FloatVector b = FloatVector.broadcast(S, dy[d0 + o]);
+                    c00 = w0.fma(b, c00);
+                    c01 = w1.fma(b, c01);
+                    b = FloatVector.broadcast(S, dy[d1 + o]);
+                    c10 = w0.fma(b, c10);
+                    c11 = w1.fma(b, c11);
+                    b = FloatVector.broadcast(S, dy[d2 + o]);
+                    c20 = w0.fma(b, c20);
+                    c21 = w1.fma(b, c21);
+                    b = FloatVector.broadcast(S, dy[d3 + o]);
+                    c30 = w0.fma(b, c30);
+                    c31 = w1.fma(b, c31);
+                }
+                c00.intoArray(dx, r0);
+                c01.intoArray(dx, r0 + L);
+                c10.intoArray(dx, r1);
+                c11.intoArray(dx, r1 + L);
+                c20.intoArray(dx, r2);
+                c21.intoArray(dx, r2 + L);
+                c30.intoArray(dx, r3);
+                c31.intoArray(dx, r3 + L);
+            }
+            for (int k = 0; k < 4; k++) {
+                nnColumns(dy, w, dx, t + k, out, in, bound2, acc);
+            }
+        }
+        for (; t < to; t++) {
+            nnColumns(dy, w, dx, t, out, in, 0, acc);
+        }
+    }
+
+    /** Columns [from, in) of one row of {@code dy·w}. */
+    private void nnColumns(float[] dy, float[] w, float[] dx, int t, int out, int in, int from, boolean acc) {
+        int n = in - from;
+        if (n == 0) {
+            return;
+        }
+        int row = t * in + from;
+        if (!acc) {
+            java.util.Arrays.fill(dx, row, row + n, 0f);
+        }
+        for (int o = 0; o < out; o++) {
+            float d = dy[t * out + o];
+            if (d != 0f) {
+                axpy(d, w, o * in + from, dx, row, n);
+            }
+        }
+    }
+}
