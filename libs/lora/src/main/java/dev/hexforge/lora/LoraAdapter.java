@@ -9,7 +9,15 @@ import dev.hexforge.safetensors.SafetensorsException;
 import dev.hexforge.safetensors.SafetensorsFile;
 import dev.hexforge.safetensors.TensorInfo;
 
+import dev.hexforge.safetensors.DType;
+import dev.hexforge.safetensors.SafetensorsWriter;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.HashSet;
@@ -98,6 +106,35 @@ public record LoraAdapter(LoraConfig config, Map<String, LowRankDelta> deltas) {
             case GATE, UP -> new long[]{c.intermediateSize(), h};
             case DOWN -> new long[]{h, c.intermediateSize()};
         };
+    }
+
+    /**
+     * Writes {@code adapter_config.json} and {@code adapter_model.safetensors} (float32 A [r, in] and B [out, r]
+     * under PEFT's names) into {@code dir}; each file is written beside its final name and moved into place.
+     */
+    public void write(Path dir) {
+        try {
+            Files.createDirectories(dir);
+            List<SafetensorsWriter.Entry> entries = new ArrayList<>();
+            for (Map.Entry<String, LowRankDelta> e : deltas.entrySet()) {
+                String module = e.getKey().substring(0, e.getKey().length() - ".weight".length());
+                LowRankDelta d = e.getValue();
+                int in = d.a().length / d.rank();
+                int out = d.b().length / d.rank();
+                entries.add(SafetensorsWriter.Entry.ofFloats(PREFIX + module + ".lora_A.weight", new long[]{d.rank(), in},
+                        d.a(), DType.F32));
+                entries.add(SafetensorsWriter.Entry.ofFloats(PREFIX + module + ".lora_B.weight", new long[]{out, d.rank()},
+                        d.b(), DType.F32));
+            }
+            Path weights = dir.resolve(WEIGHTS + ".partial");
+            SafetensorsWriter.write(weights, Map.of("format", "pt"), entries);
+            Files.move(weights, dir.resolve(WEIGHTS), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            Path cfg = dir.resolve(LoraConfig.FILE + ".partial");
+            Files.writeString(cfg, config.toPeftJson());
+            Files.move(cfg, dir.resolve(LoraConfig.FILE), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException e) {
+            throw new UncheckedIOException("writing the adapter to " + dir + ": " + e.getMessage(), e);
+        }
     }
 
     /** The base weights with this adapter attached, unmerged. */

@@ -19,7 +19,7 @@ public record LoraConfig(int r, double alpha, double dropout, List<String> targe
     public static final String FILE = "adapter_config.json";
 
     public LoraConfig {
-        targetModules = List.copyOf(targetModules);
+        targetModules = targetModules.stream().distinct().sorted().toList();
         if (r < 1) {
             throw new LoraException(FILE + ": r must be a positive integer, got " + r);
         }
@@ -31,6 +31,94 @@ public record LoraConfig(int r, double alpha, double dropout, List<String> targe
     /** The factor on B·A: alpha / r, or alpha / sqrt(r) with rsLoRA. */
     public float scale() {
         return (float) (useRslora ? alpha / Math.sqrt(r) : alpha / r);
+    }
+
+    /**
+     * {@code adapter_config.json} with every key PEFT 0.19.1's {@code LoraConfig.save_pretrained} writes (sorted,
+     * target modules sorted), so PEFT loads it as its own.
+     */
+    public String toPeftJson() {
+        ObjectMapper om = new ObjectMapper();
+        com.fasterxml.jackson.databind.node.ObjectNode c = om.createObjectNode();
+        c.putNull("alora_invocation_tokens");
+        c.putObject("alpha_pattern");
+        c.putNull("arrow_config");
+        c.putNull("auto_mapping");
+        if (baseModel == null) {
+            c.putNull("base_model_name_or_path");
+        } else {
+            c.put("base_model_name_or_path", baseModel);
+        }
+        c.put("bias", "none");
+        c.putNull("corda_config");
+        c.put("ensure_weight_tying", false);
+        c.putNull("eva_config");
+        c.putNull("exclude_modules");
+        c.put("fan_in_fan_out", false);
+        c.put("inference_mode", true);
+        c.put("init_lora_weights", true);
+        c.putNull("layer_replication");
+        c.putNull("layers_pattern");
+        c.putNull("layers_to_transform");
+        c.putObject("loftq_config");
+        if (alpha == Math.rint(alpha)) {
+            c.put("lora_alpha", (long) alpha);
+        } else {
+            c.put("lora_alpha", alpha);
+        }
+        c.put("lora_bias", false);
+        c.put("lora_dropout", dropout);
+        c.putNull("lora_ga_config");
+        c.putNull("megatron_config");
+        c.put("megatron_core", "megatron.core");
+        c.putNull("modules_to_save");
+        c.put("peft_type", "LORA");
+        c.put("peft_version", "0.19.1");
+        c.put("qalora_group_size", 16);
+        c.put("r", r);
+        c.putObject("rank_pattern");
+        c.putNull("revision");
+        targetModules.stream().sorted().forEach(c.putArray("target_modules")::add);
+        c.putNull("target_parameters");
+        c.put("task_type", "CAUSAL_LM");
+        c.putNull("trainable_token_indices");
+        c.putNull("use_bdlora");
+        c.put("use_dora", false);
+        c.put("use_qalora", false);
+        c.put("use_rslora", useRslora);
+        StringBuilder sb = new StringBuilder();
+        pythonStyle(c, sb, "");
+        return sb.toString();
+    }
+
+    /** {@code json.dumps(indent=2)} layout, which is how PEFT's file looks byte for byte. */
+    private static void pythonStyle(JsonNode n, StringBuilder sb, String indent) {
+        String inner = indent + "  ";
+        if (n.isObject() && n.size() > 0) {
+            sb.append("{\n");
+            var it = n.fields();
+            while (it.hasNext()) {
+                var e = it.next();
+                sb.append(inner).append('"').append(e.getKey()).append("\": ");
+                pythonStyle(e.getValue(), sb, inner);
+                sb.append(it.hasNext() ? ",\n" : "\n");
+            }
+            sb.append(indent).append('}');
+        } else if (n.isArray() && n.size() > 0) {
+            sb.append("[\n");
+            for (int i = 0; i < n.size(); i++) {
+                sb.append(inner);
+                pythonStyle(n.get(i), sb, inner);
+                sb.append(i < n.size() - 1 ? ",\n" : "\n");
+            }
+            sb.append(indent).append(']');
+        } else if (n.isObject()) {
+            sb.append("{}");
+        } else if (n.isArray()) {
+            sb.append("[]");
+        } else {
+            sb.append(n.toString());
+        }
     }
 
     public static LoraConfig read(Path dir) {

@@ -93,9 +93,16 @@ public final class LoraParams<A> {
 
     static List<Linear> targets(LoraConfig config) {
         List<Linear> out = new ArrayList<>();
+        List<String> known = new ArrayList<>();
         for (Linear l : Linear.values()) {
+            known.add(l.shortName());
             if (config.targetModules().contains(l.shortName())) {
                 out.add(l);
+            }
+        }
+        for (String t : config.targetModules()) {
+            if (!known.contains(t)) {
+                throw new TrainingException("target module '" + t + "' does not exist in this decoder; choose from " + known);
             }
         }
         return out;

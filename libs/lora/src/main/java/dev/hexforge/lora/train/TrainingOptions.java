@@ -1,0 +1,70 @@
+package dev.hexforge.lora.train;
+
+import dev.hexforge.lora.LoraConfig;
+
+import java.util.List;
+
+/**
+ * Settings of a LoRA run; {@link #defaults()} are the seed's (PEFT r 8, alpha 16, dropout 0.05 on q/k/v/o, batch 4 ×
+ * accumulation 8, lr 2e-4, 3 epochs).
+ *
+ * @param warmupRatio     fraction of the optimizer steps spent warming the learning rate up linearly from 0
+ * @param schedule        decay after warm-up: {@code cosine} or {@code linear}, both to 0
+ * @param maxGradNorm     global gradient-norm clip; 0 disables
+ * @param checkpointEvery optimizer steps between checkpoints (each epoch also ends with one); 0 = epochs only
+ * @param evalSplit       fraction of the training data held out for evaluation when no eval file is given
+ * @param evalMaxNewTokens greedy tokens generated per eval example for exact match
+ * @param threads         worker threads for the kernels (results do not depend on it)
+ */
+public record TrainingOptions(int r, double alpha, double dropout, List<String> targets, boolean useRslora,
+                              int batchSize, int accumulation, double learningRate, int epochs, int maxLength,
+                              long seed, double warmupRatio, String schedule, double weightDecay, double maxGradNorm,
+                              int checkpointEvery, double evalSplit, int evalMaxNewTokens, int threads) {
+
+    public TrainingOptions {
+        targets = List.copyOf(targets);
+        require(batchSize >= 1, "batch size must be >= 1");
+        require(accumulation >= 1, "gradient accumulation must be >= 1");
+        require(learningRate > 0 && Double.isFinite(learningRate), "learning rate must be a positive number");
+        require(epochs >= 1, "epochs must be >= 1");
+        require(maxLength >= 2, "max length must be >= 2 tokens");
+        require(dropout >= 0 && dropout < 1, "dropout must be in [0, 1)");
+        require(warmupRatio >= 0 && warmupRatio < 1, "warm-up ratio must be in [0, 1)");
+        require(schedule.equals("cosine") || schedule.equals("linear"), "schedule must be cosine or linear, got " + schedule);
+        require(weightDecay >= 0, "weight decay must be >= 0");
+        require(maxGradNorm >= 0, "max gradient norm must be >= 0 (0 disables clipping)");
+        require(checkpointEvery >= 0, "checkpoint interval must be >= 0");
+        require(evalSplit >= 0 && evalSplit < 1, "eval split must be in [0, 1)");
+        require(evalMaxNewTokens >= 1, "eval max new tokens must be >= 1");
+        require(threads >= 1, "threads must be >= 1");
+    }
+
+    private static void require(boolean ok, String message) {
+        if (!ok) {
+            throw new IllegalArgumentException(message);
+        }
+    }
+
+    public static TrainingOptions defaults() {
+        return new TrainingOptions(8, 16, 0.05, List.of("q_proj", "k_proj", "v_proj", "o_proj"), false, 4, 8, 2e-4, 3, 256,
+                0, 0.05, "cosine", 0, 1.0, 50, 0.05, 16, Runtime.getRuntime().availableProcessors());
+    }
+
+    public LoraConfig loraConfig(String baseModel) {
+        return new LoraConfig(r, alpha, dropout, targets, useRslora, baseModel);
+    }
+
+    /** The settings that change the result (not threads or checkpoint spacing): a resumed run must match them. */
+    public String fingerprint() {
+        return "r=" + r + " alpha=" + alpha + " dropout=" + dropout + " targets=" + targets + " rslora=" + useRslora
+                + " batch=" + batchSize + " accum=" + accumulation + " lr=" + learningRate + " epochs=" + epochs
+                + " maxLen=" + maxLength + " seed=" + seed + " warmup=" + warmupRatio + " schedule=" + schedule
+                + " wd=" + weightDecay + " clip=" + maxGradNorm + " evalSplit=" + evalSplit;
+    }
+
+    public TrainingOptions withThreads(int n) {
+        return new TrainingOptions(r, alpha, dropout, targets, useRslora, batchSize, accumulation, learningRate, epochs,
+                maxLength, seed, warmupRatio, schedule, weightDecay, maxGradNorm, checkpointEvery, evalSplit,
+                evalMaxNewTokens, n);
+    }
+}
