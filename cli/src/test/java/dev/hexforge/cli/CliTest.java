@@ -232,6 +232,38 @@ class CliTest {
     }
 
     @Test
+    void finetuneWritesAPeftAdapterWithReportAndRefusesToOverwriteIt() throws Exception {
+        JsonNode all = JSON.readTree(Fixtures.root().resolve("lora-task/train.json").toFile());
+        StringBuilder lines = new StringBuilder();
+        for (int i = 0; i < 64; i++) {
+            lines.append(JSON.writeValueAsString(all.get(i))).append('\n');
+        }
+        Path data = tmp.resolve("task.jsonl");
+        Files.writeString(data, lines.toString());
+        Path out = tmp.resolve("adapter");
+        String[] args = {"finetune", "--model", Fixtures.qwen2Tiny().toString(), "--data", data.toString(), "--out",
+                out.toString(), "--lr", "5e-3", "--batch", "8", "--accum", "2", "--epochs", "2", "--eval-split", "0.125",
+                "--json"};
+        Run r = run(args);
+        assertEquals(0, r.exit(), r.err());
+        JsonNode j = r.json();
+        assertEquals(8, j.path("steps").asInt(), "56 train examples / 16 per step = 4 steps per epoch");
+        assertTrue(j.path("eval_loss").asDouble() < 6.0, r.out());
+        assertTrue(Files.isRegularFile(out.resolve("adapter_model.safetensors")));
+        assertTrue(Files.isRegularFile(out.resolve("training_report.json")));
+        Run again = run(args);
+        assertEquals(1, again.exit());
+        assertTrue(again.err().contains("already holds a finished adapter"), again.err());
+        Run merged = run("merge", "--model", Fixtures.qwen2Tiny().toString(), "--adapter", out.toString(), "--out",
+                tmp.resolve("ft-merged").toString(), "--json");
+        assertEquals(0, merged.exit(), merged.err());
+        Run bad = run("finetune", "--model", Fixtures.qwen2Tiny().toString(), "--data", data.toString(), "--out",
+                tmp.resolve("bad").toString(), "--targets", "q_proj,attn_proj");
+        assertEquals(1, bad.exit());
+        assertTrue(bad.err().contains("'attn_proj' does not exist"), bad.err());
+    }
+
+    @Test
     void signAndVerifyLikeTheReferenceTool() throws Exception {
         Path vector = Fixtures.root().resolve("oms-v1.1.0-elliptic-key");
         Run known = run("verify", vector.resolve("model").toString(), "--key", vector.resolve("signing-key-pub.pem").toString(),

@@ -99,6 +99,7 @@ public final class LoraTrainer {
             }
             long started = System.nanoTime();
             long tokens = 0;
+            long pausedNanos = 0;
             int lastGood = startStep;
             for (int step = startStep; step < totalSteps; step++) {
                 if (Thread.currentThread().isInterrupted()) {
@@ -136,11 +137,12 @@ public final class LoraTrainer {
                 double lr = schedule.at(step);
                 adam.step(lr, clip);
                 curve.add(new double[]{step, loss});
-                double elapsed = (System.nanoTime() - started) / 1e9;
+                double elapsed = (System.nanoTime() - started - pausedNanos) / 1e9;
                 int done = step + 1;
                 listener.onStep(new TrainingListener.StepMetrics(done, totalSteps, epoch + 1, loss, lr, norm,
                         tokens / Math.max(elapsed, 1e-9), elapsed / (done - startStep) * (totalSteps - done)));
                 boolean epochEnd = done % stepsPerEpoch == 0;
+                long pauseStart = System.nanoTime();
                 if (epochEnd) {
                     double trainLoss = 0;
                     int n = 0;
@@ -160,12 +162,14 @@ public final class LoraTrainer {
                     lastGood = done;
                     listener.onCheckpoint(done, dir);
                 }
+                pausedNanos += System.nanoTime() - pauseStart;
             }
             double seconds = (System.nanoTime() - started) / 1e9;
+            double trainSeconds = (System.nanoTime() - started - pausedNanos) / 1e9;
             params.toAdapter().write(out);
             TrainingReport report = new TrainingReport(options.fingerprint(), dataReport, eval.size(),
                     params.parameterCount(), totalSteps, startStep, curve, epochs, seconds,
-                    tokens / Math.max(seconds, 1e-9), k.name(), k.threads());
+                    tokens / Math.max(trainSeconds, 1e-9), k.name(), k.threads());
             writeReport(out, report);
             return report;
         }

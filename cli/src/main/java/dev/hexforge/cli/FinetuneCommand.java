@@ -1,0 +1,124 @@
+package dev.hexforge.cli;
+
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.forward.DecoderWeights;
+import dev.hexforge.lora.data.DatasetReader;
+import dev.hexforge.lora.data.EncodedExample;
+import dev.hexforge.lora.data.ExampleEncoder;
+import dev.hexforge.lora.train.LoraTrainer;
+import dev.hexforge.lora.train.TrainingListener;
+import dev.hexforge.lora.train.TrainingOptions;
+import dev.hexforge.lora.train.TrainingReport;
+import dev.hexforge.tokenizer.Tokenizer;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+@Command(name = "finetune", mixinStandardHelpOptions = true,
+        description = {"Train a LoRA adapter (PEFT format) on Alpaca JSON/JSONL, chat JSONL or plain text.",
+                "Re-running with the same --out continues from its newest checkpoint."})
+final class FinetuneCommand implements Callable<Integer> {
+    private static final TrainingOptions D = TrainingOptions.defaults();
+
+    @Option(names = "--model", required = true, description = "base Hugging Face folder")
+    Path model;
+    @Option(names = "--data", required = true, description = "training data (.json, .jsonl or .txt)")
+    Path data;
+    @Option(names = "--eval", description = "eval data; without it --eval-split of the training data is held out")
+    Path eval;
+    @Option(names = "--out", required = true, description = "adapter folder (checkpoints go to OUT/checkpoints)")
+    Path out;
+    @Option(names = "--r", description = "LoRA rank (default ${DEFAULT-VALUE})")
+    int r = D.r();
+    @Option(names = "--alpha", description = "LoRA alpha (default ${DEFAULT-VALUE})")
+    double alpha = D.alpha();
+    @Option(names = "--dropout", description = "dropout on the adapter input (default ${DEFAULT-VALUE})")
+    double dropout = D.dropout();
+    @Option(names = "--targets", split = ",", description = "modules to adapt (default q_proj,k_proj,v_proj,o_proj)")
+    List<String> targets = D.targets();
+    @Option(names = "--rslora", description = "scale by alpha/sqrt(r) (rsLoRA)")
+    boolean rslora;
+    @Option(names = "--batch", description = "examples per micro-batch (default ${DEFAULT-VALUE})")
+    int batch = D.batchSize();
+    @Option(names = "--accum", description = "micro-batches per optimizer step (default ${DEFAULT-VALUE})")
+    int accum = D.accumulation();
+    @Option(names = "--lr", description = "peak learning rate (default ${DEFAULT-VALUE})")
+    double lr = D.learningRate();
+    @Option(names = "--epochs", description = "default ${DEFAULT-VALUE}")
+    int epochs = D.epochs();
+    @Option(names = "--max-len", description = "tokens per example; longer ones are cut (default ${DEFAULT-VALUE})")
+    int maxLen = D.maxLength();
+    @Option(names = "--seed", description = "default ${DEFAULT-VALUE}")
+    long seed = D.seed();
+    @Option(names = "--warmup-ratio", description = "share of steps warming up (default ${DEFAULT-VALUE})")
+    double warmup = D.warmupRatio();
+    @Option(names = "--schedule", description = "cosine or linear (default ${DEFAULT-VALUE})")
+    String schedule = D.schedule();
+    @Option(names = "--weight-decay", description = "AdamW weight decay (default ${DEFAULT-VALUE})")
+    double weightDecay = D.weightDecay();
+    @Option(names = "--max-grad-norm", description = "gradient clipping, 0 = off (default ${DEFAULT-VALUE})")
+    double maxGradNorm = D.maxGradNorm();
+    @Option(names = "--checkpoint-every", description = "steps between checkpoints, 0 = epochs only (default ${DEFAULT-VALUE})")
+    int checkpointEvery = D.checkpointEvery();
+    @Option(names = "--eval-split", description = "share held out when there is no --eval (default ${DEFAULT-VALUE})")
+    double evalSplit = D.evalSplit();
+    @Option(names = "--threads", description = "worker threads (default: all cores)")
+    int threads = D.threads();
+    @Option(names = "--json", description = "print one JSON object (the report summary) instead of text")
+    boolean json;
+
+    @Override
+    public Integer call() {
+        TrainingOptions o = new TrainingOptions(r, alpha, dropout, targets, rslora, batch, accum, lr, epochs, maxLen, seed,
+                warmup, schedule, weightDecay, maxGradNorm, checkpointEvery, evalSplit, D.evalMaxNewTokens(), threads);
+        try (Checkpoint ckpt = Checkpoint.open(model); Tokenizer tok = Tokenizer.load(model);
+             ProgressBar bar = new ProgressBar("finetune")) {
+            DecoderWeights base = DecoderWeights.load(ckpt);
+            ExampleEncoder enc = new ExampleEncoder(tok, maxLen);
+            ExampleEncoder.Encoded all = enc.encode(DatasetReader.read(data));
+            List<EncodedExample> train = all.examples();
+            List<EncodedExample> held;
+            if (eval != null) {
+                held = enc.encode(DatasetReader.read(eval)).examples();
+            } else {
+                List<List<EncodedExample>> split = LoraTrainer.split(train, evalSplit, seed);
+                train = split.get(0);
+                held = split.get(1);
+            }
+            var d = all.report();
+            if (!json) {
+                System.out.printf("data: %d examples (%d cut to %d tokens, %d dropped), %d train / %d eval%n",
+                        d.examples(), d.truncated(), maxLen, d.dropped(), train.size(), held.size());
+            }
+            TrainingReport report = new LoraTrainer(base, tok, o, new TrainingListener() {
+                @Override
+                public void onStep(StepMetrics m) {
+                    bar.update(String.format("step %d/%d loss %.4f lr %.2e %.0f tok/s ETA %.0fs", m.step(), m.totalSteps(),
+                            m.loss(), m.learningRate(), m.tokensPerSecond(), m.etaSeconds()), m.step(), m.totalSteps());
+                }
+
+                @Override
+                public void onEpoch(EpochMetrics m) {
+                    if (!json) {
+                        System.out.printf("epoch %d: train loss %.4f, eval loss %.4f, exact match %.1f%%%n", m.epoch(),
+                                m.trainLoss(), m.evalLoss(), m.exactMatch() * 100);
+                    }
+                }
+            }).train(train, d, held, out, model.getFileName().toString());
+            TrainingListener.EpochMetrics last = report.last();
+            if (json) {
+                new Json().put("out", out.toAbsolutePath().toString()).put("steps", report.steps())
+                        .put("resumed_from_step", report.resumedFromStep()).put("train_loss", last.trainLoss())
+                        .put("eval_loss", last.evalLoss()).put("exact_match", last.exactMatch())
+                        .put("seconds", report.seconds()).put("tokens_per_second", report.tokensPerSecond()).print();
+            } else {
+                System.out.printf("adapter written to %s (%d steps, %.1f s, %.0f tokens/s)%n", out, report.steps(),
+                        report.seconds(), report.tokensPerSecond());
+            }
+        }
+        return 0;
+    }
+}
