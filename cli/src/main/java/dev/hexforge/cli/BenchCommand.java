@@ -24,7 +24,8 @@ import java.util.concurrent.Callable;
 import java.util.stream.IntStream;
 
 @Command(name = "bench", mixinStandardHelpOptions = true, description = "Benchmarks that print figures.",
-        subcommands = {BenchCommand.Export.class, BenchCommand.Generate.class, BenchCommand.Quantize.class})
+        subcommands = {BenchCommand.Export.class, BenchCommand.Generate.class, BenchCommand.Quantize.class,
+                BenchCommand.Finetune.class})
 final class BenchCommand implements Runnable {
     @Override
     public void run() {
@@ -209,6 +210,83 @@ final class BenchCommand implements Runnable {
             while (done < size) {
                 done += in.transferTo(done, size - done, out);
             }
+        }
+    }
+
+    @Command(name = "finetune", mixinStandardHelpOptions = true,
+            description = "LoRA training tokens/s (forward + backward + AdamW) on batch x seq random-token sequences "
+                    + "with the loss on every token, per thread count; and peak heap against the checkpoint's size.")
+    static final class Finetune implements Callable<Integer> {
+        @Option(names = "--model", required = true)
+        Path model;
+        @Option(names = "--batch", description = "default ${DEFAULT-VALUE}")
+        int batch = 4;
+        @Option(names = "--seq", description = "default ${DEFAULT-VALUE}")
+        int seq = 128;
+        @Option(names = "--steps", description = "timed steps after 3 warm-up steps (default ${DEFAULT-VALUE})")
+        int steps = 20;
+        @Option(names = "--threads", split = ",", description = "thread counts to try (default 1,2)")
+        int[] threads = {1, 2};
+        @Option(names = "--targets", split = ",", description = "default q_proj,k_proj,v_proj,o_proj")
+        java.util.List<String> targets = java.util.List.of("q_proj", "k_proj", "v_proj", "o_proj");
+        @Option(names = "--dropout", description = "LoRA dropout (default ${DEFAULT-VALUE})")
+        double dropout = 0.05;
+
+        @Override
+        public Integer call() throws IOException {
+            long fileBytes;
+            try (var files = Files.list(model)) {
+                fileBytes = files.filter(p -> p.getFileName().toString().endsWith(".safetensors")).mapToLong(p -> {
+                    try {
+                        return Files.size(p);
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                }).sum();
+            }
+            System.gc();
+            resetPeaks();
+            dev.hexforge.forward.DecoderWeights base;
+            try (Checkpoint ckpt = Checkpoint.open(model)) {
+                base = dev.hexforge.forward.DecoderWeights.load(ckpt);
+            }
+            var cfg = base.config();
+            SplittableRandom rng = new SplittableRandom(0);
+            java.util.List<dev.hexforge.lora.train.TrainingExample> data = new java.util.ArrayList<>();
+            for (int i = 0; i < batch; i++) {
+                int[] ids = rng.ints(seq + 1, 0, cfg.vocabSize()).toArray();
+                boolean[] target = new boolean[seq + 1];
+                java.util.Arrays.fill(target, 1, seq + 1, true);
+                data.add(new dev.hexforge.lora.train.TrainingExample(ids, target));
+            }
+            var lora = new dev.hexforge.lora.LoraConfig(8, 16, dropout, targets, false, null);
+            System.out.printf("model %s: %d layers, hidden %d, vocab %d; checkpoint %.1f MB; LoRA r 8 on %s; batch %d x %d tokens%n",
+                    model.getFileName(), cfg.numLayers(), cfg.hiddenSize(), cfg.vocabSize(), fileBytes / 1e6, targets, batch, seq);
+            for (int t : threads) {
+                try (var k = dev.hexforge.lora.train.TrainKernels.float32(t)) {
+                    var params = dev.hexforge.lora.train.LoraParams.init(k, cfg, lora, 0);
+                    var m = new dev.hexforge.lora.train.LoraTrainingModel<>(k, base, params);
+                    var adam = new dev.hexforge.lora.train.AdamW<>(k, params, 0);
+                    int targetsPerStep = batch * seq;
+                    double loss = 0;
+                    long t0 = 0;
+                    for (int s = 0; s < steps + 3; s++) {
+                        if (s == 3) {
+                            t0 = System.nanoTime();
+                        }
+                        params.zeroGradients();
+                        loss = m.forwardBackward(data, 1.0 / targetsPerStep, s).mean();
+                        adam.step(1e-3, 1);
+                    }
+                    double secs = (System.nanoTime() - t0) / 1e9;
+                    System.out.printf("threads %d (%s): %.0f tokens/s, %.1f ms/step, last loss %.3f%n", t, k.name(),
+                            (double) targetsPerStep * steps / secs, secs / steps * 1e3, loss);
+                }
+            }
+            long peak = peakHeap();
+            System.out.printf("peak heap %.0f MB = %.2fx the checkpoint file (%.0f MB)%n", peak / 1e6, (double) peak / fileBytes,
+                    fileBytes / 1e6);
+            return 0;
         }
     }
 

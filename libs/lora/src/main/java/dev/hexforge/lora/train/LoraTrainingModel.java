@@ -21,7 +21,8 @@ import java.util.SplittableRandom;
  * its (dropped-out) input and {@code scale · A x}.
  */
 public final class LoraTrainingModel<A> {
-    private static final int LOSS_CHUNK = 64;
+    /** Logit values computed at once: bounds memory for large vocabularies (16 MB of float32). */
+    private static final int LOSS_CHUNK_VALUES = 1 << 22;
 
     private final TrainKernels<A> k;
     private final ModelConfig c;
@@ -477,8 +478,9 @@ public final class LoraTrainingModel<A> {
             if (withGrad) {
                 dFinal = k.alloc(t * h);
             }
-            for (int from = 0; from < lossRows.length; from += LOSS_CHUNK) {
-                int n = Math.min(LOSS_CHUNK, lossRows.length - from);
+            int chunk = Math.max(1, LOSS_CHUNK_VALUES / vocab);
+            for (int from = 0; from < lossRows.length; from += chunk) {
+                int n = Math.min(chunk, lossRows.length - from);
                 A xs = k.alloc(n * h);
                 A rstd = k.alloc(n);
                 for (int i = 0; i < n; i++) {
@@ -549,18 +551,19 @@ public final class LoraTrainingModel<A> {
             for (int l = layers.length - 1; l >= 0; l--) {
                 FrozenLayer<A> f = layers[l];
                 LayerCache lc = caches.get(l);
-                // MLP: out = xMid + down(silu(gate) ⊙ up)
-                A act = siluMul(lc.gate, lc.up);
+                // MLP: out = xMid + down(silu(gate) ⊙ up); the activation is recomputed only for a down adapter
                 A dAct = k.alloc(t * inter);
-                linearBackwardInto(l, Linear.DOWN, dx, inter, h, dAct, lc, act);
-                A dGate = k.alloc(t * inter);
-                A dUp = k.alloc(t * inter);
+                linearBackwardInto(l, Linear.DOWN, dx, inter, h, dAct, lc,
+                        lc.adapters.containsKey(Linear.DOWN) ? siluMul(lc.gate, lc.up) : null);
+                A dGate = lc.gate; // overwritten in place: gate and up are not needed after this
+                A dUp = lc.up;
                 for (int i = 0; i < t * inter; i++) {
                     double g = k.get(lc.gate, i);
                     double sg = 1 / (1 + Math.exp(-g));
                     double da = k.get(dAct, i);
+                    double u = k.get(lc.up, i);
                     k.set(dUp, i, da * g * sg);
-                    k.set(dGate, i, da * k.get(lc.up, i) * sg * (1 + g * (1 - sg)));
+                    k.set(dGate, i, da * u * sg * (1 + g * (1 - sg)));
                 }
                 A dN2 = k.alloc(t * h);
                 linearBackward(l, Linear.GATE, dGate, h, inter, dN2, lc);

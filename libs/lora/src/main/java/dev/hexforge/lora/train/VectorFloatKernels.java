@@ -50,8 +50,23 @@ final class VectorFloatKernels extends FloatKernels {
         }
     }
 
+    /**
+     * With enough rows, {@code w} is transposed once (a cost of 1/rows of the product) so the product runs as
+     * broadcast FMAs over contiguous outputs, which avoids a horizontal sum per output.
+     */
     @Override
     public void matmulNT(float[] x, float[] w, float[] y, int rows, int in, int out, boolean accumulate) {
+        if (rows >= 16 && out >= 2 * L) {
+            float[] wt = new float[in * out];
+            for (int o = 0; o < out; o++) {
+                int row = o * in;
+                for (int i = 0; i < in; i++) {
+                    wt[i * out + o] = w[row + i];
+                }
+            }
+            matmulNN(x, wt, y, rows, in, out, accumulate);
+            return;
+        }
         forRows(rows, (long) in * out, (from, to) -> ntRows(x, w, y, from, to, in, out, accumulate));
     }
 

@@ -1,0 +1,64 @@
+package dev.hexforge.lora.train;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.SplittableRandom;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The SIMD products against the plain loops, on shapes with every kind of tail (rows, columns, vector width). */
+class TrainKernelsTest {
+
+    @Test
+    void vectorProductsMatchThePlainLoops() {
+        TrainKernels<float[]> fast = TrainKernels.float32(2);
+        TrainKernels<float[]> plain = new FloatKernels(1);
+        assertTrue(fast instanceof VectorFloatKernels, "the test JVM runs with the vector module");
+        SplittableRandom rng = new SplittableRandom(1);
+        int[][] shapes = {{1, 1, 1}, {3, 7, 5}, {16, 32, 32}, {17, 33, 35}, {64, 128, 8}, {8, 8, 128}, {130, 96, 70},
+                {512, 128, 64}};
+        for (int[] s : shapes) {
+            int rows = s[0];
+            int in = s[1];
+            int out = s[2];
+            float[] x = random(rng, rows * in);
+            float[] w = random(rng, out * in);
+            float[] dy = random(rng, rows * out);
+            for (boolean acc : new boolean[]{false, true}) {
+                float[] seed = random(rng, rows * out);
+                float[] a = seed.clone();
+                float[] b = seed.clone();
+                fast.matmulNT(x, w, a, rows, in, out, acc);
+                plain.matmulNT(x, w, b, rows, in, out, acc);
+                close(b, a, in, "NT " + rows + "x" + in + "x" + out + " acc " + acc);
+                float[] seedIn = random(rng, rows * in);
+                float[] c = seedIn.clone();
+                float[] d = seedIn.clone();
+                fast.matmulNN(dy, w, c, rows, out, in, acc);
+                plain.matmulNN(dy, w, d, rows, out, in, acc);
+                close(d, c, out, "NN " + rows + "x" + out + "x" + in + " acc " + acc);
+            }
+            float[] g1 = random(rng, out * in);
+            float[] g2 = g1.clone();
+            fast.matmulTN(dy, x, g1, rows, out, in);
+            plain.matmulTN(dy, x, g2, rows, out, in);
+            close(g2, g1, rows, "TN " + rows + "x" + out + "x" + in);
+        }
+        fast.close();
+    }
+
+    private static float[] random(SplittableRandom rng, int n) {
+        float[] f = new float[n];
+        for (int i = 0; i < n; i++) {
+            f[i] = (float) rng.nextGaussian();
+        }
+        return f;
+    }
+
+    private static void close(float[] expected, float[] got, int terms, String what) {
+        for (int i = 0; i < expected.length; i++) {
+            assertEquals(expected[i], got[i], 1e-5 * Math.sqrt(terms) * 4 + 1e-5, what + " at " + i);
+        }
+    }
+}
