@@ -50,13 +50,17 @@ final class VectorFloatKernels extends FloatKernels {
         }
     }
 
+    /** Largest weight copied for a transpose: 64 MB. */
+    private static final long TRANSPOSE_LIMIT = 1 << 24;
+
     /**
-     * With enough rows, {@code w} is transposed once (a cost of 1/rows of the product) so the product runs as
-     * broadcast FMAs over contiguous outputs, which avoids a horizontal sum per output.
+     * With enough rows, a moderate {@code w} is transposed once (a cost of 1/rows of the product) so the product
+     * runs as broadcast FMAs over contiguous outputs, which avoids a horizontal sum per output. Huge matrices (an
+     * lm_head of a large vocabulary) keep the dot-product form instead of being copied.
      */
     @Override
     public void matmulNT(float[] x, float[] w, float[] y, int rows, int in, int out, boolean accumulate) {
-        if (rows >= 16 && out >= 2 * L) {
+        if (rows >= 16 && out >= 2 * L && (long) in * out <= TRANSPOSE_LIMIT) {
             float[] wt = new float[in * out];
             for (int o = 0; o < out; o++) {
                 int row = o * in;
