@@ -264,6 +264,48 @@ class CliTest {
     }
 
     @Test
+    void finetuneKilledWithSigkillResumesToTheSameAdapterAsAnUninterruptedRun() throws Exception {
+        JsonNode all = JSON.readTree(Fixtures.root().resolve("lora-task/train.json").toFile());
+        StringBuilder lines = new StringBuilder();
+        for (int i = 0; i < 96; i++) {
+            lines.append(JSON.writeValueAsString(all.get(i))).append('\n');
+        }
+        Path data = tmp.resolve("kill.jsonl");
+        Files.writeString(data, lines.toString());
+        java.util.function.Function<Path, String[]> args = out -> new String[]{"finetune", "--model",
+                Fixtures.qwen2Tiny().toString(), "--data", data.toString(), "--out", out.toString(), "--lr", "5e-3",
+                "--batch", "8", "--epochs", "6", "--accum", "1", "--eval-split", "0", "--checkpoint-every", "2",
+                "--threads", "1", "--json"};
+        Path whole = tmp.resolve("kill-whole");
+        assertEquals(0, run(args.apply(whole)).exit());
+
+        Path out = tmp.resolve("kill-resumed");
+        java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(), "--add-modules", "jdk.incubator.vector",
+                "-cp", System.getProperty("java.class.path"), Main.class.getName()));
+        cmd.addAll(java.util.List.of(args.apply(out)));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(tmp.resolve("kill.log").toFile()).start();
+        Path second = out.resolve("checkpoints/step-000004");
+        long deadline = System.nanoTime() + 120_000_000_000L;
+        while (!Files.isDirectory(second) && p.isAlive() && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertTrue(p.isAlive(), "the run should still be going when killed: " + Files.readString(tmp.resolve("kill.log")));
+        p.destroyForcibly().waitFor();
+        assertFalse(Files.exists(out.resolve("adapter_model.safetensors")));
+
+        Run resumed = run(args.apply(out));
+        assertEquals(0, resumed.exit(), resumed.err());
+        assertTrue(resumed.json().path("resumed_from_step").asInt() >= 4, resumed.out());
+        try (var a = dev.hexforge.safetensors.SafetensorsFile.open(whole.resolve("adapter_model.safetensors"));
+             var b = dev.hexforge.safetensors.SafetensorsFile.open(out.resolve("adapter_model.safetensors"))) {
+            for (var t : a.tensors()) {
+                assertArrayEquals(a.floats(t.name()), b.floats(t.name()), t.name());
+            }
+        }
+    }
+
+    @Test
     void signAndVerifyLikeTheReferenceTool() throws Exception {
         Path vector = Fixtures.root().resolve("oms-v1.1.0-elliptic-key");
         Run known = run("verify", vector.resolve("model").toString(), "--key", vector.resolve("signing-key-pub.pem").toString(),
