@@ -231,15 +231,21 @@ class CliTest {
         assertTrue(bad.err().contains("adapter_config.json"), bad.err());
     }
 
-    @Test
-    void finetuneWritesAPeftAdapterWithReportAndRefusesToOverwriteIt() throws Exception {
+    /** The first n examples of the LoRA task as JSON lines. */
+    static Path taskSlice(int n, String name) throws Exception {
         JsonNode all = JSON.readTree(Fixtures.root().resolve("lora-task/train.json").toFile());
         StringBuilder lines = new StringBuilder();
-        for (int i = 0; i < 64; i++) {
+        for (int i = 0; i < n; i++) {
             lines.append(JSON.writeValueAsString(all.get(i))).append('\n');
         }
-        Path data = tmp.resolve("task.jsonl");
+        Path data = tmp.resolve(name);
         Files.writeString(data, lines.toString());
+        return data;
+    }
+
+    @Test
+    void finetuneWritesAPeftAdapterWithReportAndRefusesToOverwriteIt() throws Exception {
+        Path data = taskSlice(64, "task.jsonl");
         Path out = tmp.resolve("adapter");
         String[] args = {"finetune", "--model", Fixtures.qwen2Tiny().toString(), "--data", data.toString(), "--out",
                 out.toString(), "--lr", "5e-3", "--batch", "8", "--accum", "2", "--epochs", "2", "--eval-split", "0.125",
@@ -265,13 +271,7 @@ class CliTest {
 
     @Test
     void finetuneKilledWithSigkillResumesToTheSameAdapterAsAnUninterruptedRun() throws Exception {
-        JsonNode all = JSON.readTree(Fixtures.root().resolve("lora-task/train.json").toFile());
-        StringBuilder lines = new StringBuilder();
-        for (int i = 0; i < 96; i++) {
-            lines.append(JSON.writeValueAsString(all.get(i))).append('\n');
-        }
-        Path data = tmp.resolve("kill.jsonl");
-        Files.writeString(data, lines.toString());
+        Path data = taskSlice(96, "kill.jsonl");
         java.util.function.Function<Path, String[]> args = out -> new String[]{"finetune", "--model",
                 Fixtures.qwen2Tiny().toString(), "--data", data.toString(), "--out", out.toString(), "--lr", "5e-3",
                 "--batch", "8", "--epochs", "6", "--accum", "1", "--eval-split", "0", "--checkpoint-every", "2",

@@ -97,7 +97,8 @@ public record LoraAdapter(LoraConfig config, Map<String, LowRankDelta> deltas) {
         }
     }
 
-    static long[] linearShape(ModelConfig c, Linear l) {
+    /** [out, in] of a linear of this decoder. */
+    public static long[] linearShape(ModelConfig c, Linear l) {
         long h = c.hiddenSize();
         return switch (l) {
             case Q -> new long[]{c.qSize(), h};

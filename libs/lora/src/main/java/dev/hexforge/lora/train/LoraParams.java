@@ -108,15 +108,10 @@ public final class LoraParams<A> {
         return out;
     }
 
+    /** [out, in] of a linear. */
     static int[] shape(ModelConfig c, Linear l) {
-        int h = c.hiddenSize();
-        return switch (l) {
-            case Q -> new int[]{c.qSize(), h};
-            case K, V -> new int[]{c.kvSize(), h};
-            case O -> new int[]{h, c.qSize()};
-            case GATE, UP -> new int[]{c.intermediateSize(), h};
-            case DOWN -> new int[]{h, c.intermediateSize()};
-        };
+        long[] s = LoraAdapter.linearShape(c, l);
+        return new int[]{(int) s[0], (int) s[1]};
     }
 
     public LoraConfig config() {
