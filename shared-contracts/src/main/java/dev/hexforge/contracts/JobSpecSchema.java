@@ -230,6 +230,15 @@ public final class JobSpecSchema {
         if (stages.contains(Stage.MERGE) && !stages.contains(Stage.FINETUNE)) {
             problems.add(new Problem("stages", "'merge' needs 'finetune' (there is no adapter to merge)"));
         }
+        if (stages.contains(Stage.FINETUNE) && !stages.contains(Stage.MERGE)) {
+            for (Stage later : List.of(Stage.QUANTIZE, Stage.EXPORT)) {
+                if (stages.contains(later)) {
+                    problems.add(new Problem("stages", "'" + later.id() + "' after 'finetune' needs 'merge' between them "
+                            + "(it takes a full model, finetune makes an adapter)"));
+                    break;
+                }
+            }
+        }
         if (stages.contains(Stage.COMPILE) && !stages.contains(Stage.EXPORT)) {
             problems.add(new Problem("stages", "'compile' needs 'export'"));
         }

@@ -45,7 +45,7 @@ public final class StageEvents {
         Instant at();
     }
 
-    /** @param percent 0-100; @param metrics e.g. loss, learning rate, tokens/s */
+    /** @param percent 0-100, or negative for a metrics-only update; @param metrics e.g. loss, learning rate, tokens/s */
     public record Progress(int schemaVersion, String jobId, String attemptId, Stage stage, Instant at, double percent,
                            String message, Map<String, Double> metrics) implements Event {
     }

@@ -91,6 +91,10 @@ class JobSpecTest {
         assertTrue(String.join("", problems("{\"model\": {\"path\": \"a\"}, \"stages\": [\"export\", \"quantize\"]}"))
                 .contains("'quantize' must come before 'export'"));
         assertTrue(String.join("", problems("{\"model\": {\"path\": \"a\"}, \"stages\": [\"merge\"]}")).contains("'merge' needs 'finetune'"));
+        assertTrue(String.join("", problems("{\"model\": {\"path\": \"a\"}, \"stages\": [\"finetune\", \"export\"], "
+                + "\"finetune\": {\"data\": \"d.json\"}}")).contains("'export' after 'finetune' needs 'merge'"));
+        assertEquals(3, JobSpecReader.read("{\"model\": {\"path\": \"a\"}, \"stages\": [\"finetune\", \"merge\", \"export\"], "
+                + "\"finetune\": {\"data\": \"d.json\"}}").stageList().size());
         assertTrue(String.join("", problems("{\"model\": {\"path\": \"a\"}, \"stages\": [\"finetune\"]}")).contains("finetune.data: is required"));
         assertTrue(String.join("", problems("{\"model\": {\"path\": \"a\"}, \"stages\": [\"export\", \"compile\"], \"export\": {\"variant\": \"dynamic\"}}"))
                 .contains("compile needs the static variant"));
@@ -104,7 +108,7 @@ class JobSpecTest {
     void whatTheFleetCannotRunIsRefusedWithWhatIsMissing() {
         Capabilities caps = new Capabilities(Set.of(Stage.QUANTIZE, Stage.EXPORT, Stage.COMPILE, Stage.SIGN),
                 Set.of("rtn", "gptq"), Set.of("ort-qnn"), Set.of("ort-cpu"));
-        JobSpec spec = JobSpecReader.read("{\"model\": {\"path\": \"a\"}, \"stages\": [\"finetune\", \"quantize\", \"export\", \"compile\"],"
+        JobSpec spec = JobSpecReader.read("{\"model\": {\"path\": \"a\"}, \"stages\": [\"finetune\", \"merge\", \"quantize\", \"export\", \"compile\"],"
                 + " \"finetune\": {\"data\": \"d\"}, \"compile\": {\"target\": \"qnn-context-binary\"}}");
         String all = caps.check(spec).toString();
         assertTrue(all.contains("stage 'finetune' cannot run here"), all);

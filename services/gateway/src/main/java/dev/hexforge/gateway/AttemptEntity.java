@@ -35,6 +35,9 @@ public class AttemptEntity {
     String outputs;
     @Column(columnDefinition = "text")
     String report;
+    /** The latest value of every metric the stage reported in its progress (loss, eval loss, tokens/s, ...). */
+    @Column(columnDefinition = "text")
+    String metrics;
     @Column(name = "error_code")
     String errorCode;
     @Column(name = "error_message", columnDefinition = "text")

@@ -111,6 +111,7 @@ class JobController {
                 v.put("durationMs", a.finishedAt == null ? null : a.finishedAt.toEpochMilli() - a.startedAt.toEpochMilli());
                 v.put("outputs", a.outputs == null ? List.of() : ContractsJson.read(a.outputs, List.class));
                 v.put("report", a.report == null ? Map.of() : ContractsJson.read(a.report, Map.class));
+                v.put("metrics", a.metrics == null ? Map.of() : ContractsJson.read(a.metrics, Map.class));
                 if (a.errorMessage != null) {
                     v.put("error", Map.of("code", a.errorCode, "message", a.errorMessage, "hint", a.errorHint == null ? "" : a.errorHint));
                 }

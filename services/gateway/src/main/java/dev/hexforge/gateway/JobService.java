@@ -15,6 +15,7 @@ import org.springframework.transaction.annotation.Transactional;
 
 import java.time.Instant;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 
@@ -101,8 +102,18 @@ public class JobService {
         j.updatedAt = now;
         if (e instanceof StageEvents.Progress p) {
             a.state = AttemptEntity.State.RUNNING;
-            a.progress = p.percent();
+            if (p.percent() >= 0) {
+                a.progress = p.percent();
+            }
             a.message = p.message();
+            if (p.metrics() != null && !p.metrics().isEmpty()) {
+                Map<String, Object> latest = new java.util.LinkedHashMap<>();
+                if (a.metrics != null) {
+                    latest.putAll(ContractsJson.read(a.metrics, Map.class));
+                }
+                latest.putAll(p.metrics());
+                a.metrics = ContractsJson.write(latest);
+            }
         } else if (e instanceof StageEvents.Completed c) {
             a.state = AttemptEntity.State.COMPLETED;
             a.progress = 100;

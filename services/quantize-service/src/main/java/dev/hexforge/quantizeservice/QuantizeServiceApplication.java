@@ -1,14 +1,14 @@
 package dev.hexforge.quantizeservice;
 
-import dev.hexforge.store.ArtifactStore;
-import org.springframework.beans.factory.annotation.Value;
+import dev.hexforge.stage.StageServiceConfig;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
-import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
 
 /** Consumes quantize requests and runs the quantize pass from libs/quant. */
 @SpringBootApplication
+@Import(StageServiceConfig.class)
 public class QuantizeServiceApplication {
 
     public static void main(String[] args) {
@@ -22,9 +22,4 @@ public class QuantizeServiceApplication {
                 .run(args);
     }
 
-    @Bean
-    ArtifactStore artifactStore(@Value("${hexforge.s3.endpoint}") String endpoint, @Value("${hexforge.s3.access-key}") String access,
-                                @Value("${hexforge.s3.secret-key}") String secret) {
-        return new ArtifactStore(endpoint, access, secret);
-    }
 }

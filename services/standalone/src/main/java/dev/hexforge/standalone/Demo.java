@@ -47,7 +47,7 @@ final class Demo {
         Standalone fleet = null;
         if (!reachable(base)) {
             long t0 = System.nanoTime();
-            System.out.println("fleet    starting in this JVM (Kafka, PostgreSQL, S3, gateway, quantize and export services)...");
+            System.out.println("fleet    starting in this JVM (Kafka, PostgreSQL, S3, gateway, finetune, quantize and export services)...");
             fleet = Standalone.start(Standalone.home(), Standalone.GATEWAY_PORT);
             System.out.printf("fleet    up in %.1fs at %s%n", (System.nanoTime() - t0) / 1e9, fleet.gatewayUrl());
         } else {
@@ -68,6 +68,18 @@ final class Demo {
                 return 1;
             }
             check(model, int8, text);
+            Path task = StandaloneMain.hexforgeHome().resolve("fixtures/lora-task").toAbsolutePath().normalize();
+            Path tuned = runJob(base, "{\"name\": \"demo: qwen2-tiny LoRA on the character task, int8\", \"model\": {\"path\": "
+                    + model64 + "}, \"stages\": [\"finetune\", \"merge\", \"quantize\", \"export\"],"
+                    + " \"finetune\": {\"data\": " + JSON.writeValueAsString(task.resolve("train.json").toString())
+                    + ", \"evalData\": " + JSON.writeValueAsString(task.resolve("eval.json").toString())
+                    + ", \"learningRate\": 0.005, \"batch\": 16, \"accumulation\": 1, \"epochs\": 4},"
+                    + " \"quantize\": {\"method\": \"rtn\", \"bits\": 8, \"group\": 0},"
+                    + " \"export\": {\"variant\": \"static\", \"seq\": 128, \"ctx\": 512}}", "onnx-static-lora-int8");
+            if (tuned == null) {
+                return 1;
+            }
+            checkTask(tuned, task.resolve("eval.json"));
             System.out.println("artifacts in " + out.toAbsolutePath());
             return 0;
         } finally {
@@ -103,11 +115,18 @@ final class Demo {
             return null;
         }
         JsonNode stages = job.path("stages");
-        JsonNode report = stages.get(0).path("report");
-        if (report.has("quantizedPerplexity")) {
-            System.out.printf("quantize %s: ppl %.4f -> %.4f (gate %s), greedy agreement %.0f%%%n", report.path("spec").asText(),
-                    report.path("floatPerplexity").asDouble(), report.path("quantizedPerplexity").asDouble(),
-                    report.path("gatePassed").asBoolean() ? "passed" : "FAILED", report.path("greedyAgreement").asDouble() * 100);
+        for (JsonNode stage : stages) {
+            JsonNode report = stage.path("report");
+            if (report.has("quantizedPerplexity")) {
+                System.out.printf("quantize %s: ppl %.4f -> %.4f (gate %s), greedy agreement %.0f%%%n", report.path("spec").asText(),
+                        report.path("floatPerplexity").asDouble(), report.path("quantizedPerplexity").asDouble(),
+                        report.path("gatePassed").asBoolean() ? "passed" : "FAILED", report.path("greedyAgreement").asDouble() * 100);
+            }
+            if (report.has("evalLoss")) {
+                System.out.printf("finetune %d steps, %.0f tokens/s: eval loss %.4f, exact match %.1f%% (base model: 6.78, 0%%)%n",
+                        report.path("steps").asInt(), report.path("tokensPerSecond").asDouble(),
+                        report.path("evalLoss").asDouble(), report.path("exactMatch").asDouble() * 100);
+            }
         }
         String sha = stages.get(stages.size() - 1).path("outputs").get(0).path("sha256").asText();
         Path dir = out.resolve(folder);
@@ -149,6 +168,30 @@ final class Demo {
             Thread.sleep(200);
         }
         throw new IllegalStateException("the demo job did not finish within 10 minutes");
+    }
+
+    /** The exported, quantized fine-tuned model answers the task's eval questions (greedy, exact string match). */
+    private static void checkTask(Path onnx, Path evalJson) throws Exception {
+        JsonNode eval = JSON.readTree(evalJson.toFile());
+        int n = Math.min(50, eval.size());
+        int correct = 0;
+        try (Tokenizer tok = Tokenizer.load(onnx); CausalLm lm = OnnxLm.open(onnx, 0)) {
+            int end = tok.encode("<|im_end|>")[0];
+            Generator.Options opt = new Generator.Options(16, true, 1.0, 0, 1.0, 0, java.util.Set.of(end));
+            for (int i = 0; i < n; i++) {
+                JsonNode e = eval.get(i);
+                int[] prompt = tok.encode(tok.chatTemplate().userPrompt(e.path("instruction").asText() + "\n"
+                        + e.path("input").asText()));
+                int[] got = Generator.generate(lm, prompt, opt, null);
+                if (got.length > 0 && got[got.length - 1] == end) {
+                    got = Arrays.copyOf(got, got.length - 1);
+                }
+                if (tok.decode(got).equals(e.path("output").asText())) {
+                    correct++;
+                }
+            }
+        }
+        System.out.printf("task     the exported int8 model answers %d of the first %d eval questions exactly%n", correct, n);
     }
 
     private static void check(Path model, Path onnx, Path text) throws Exception {

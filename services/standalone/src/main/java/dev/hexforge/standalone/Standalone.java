@@ -1,6 +1,7 @@
 package dev.hexforge.standalone;
 
 import dev.hexforge.exportservice.ExportServiceApplication;
+import dev.hexforge.finetuneservice.FinetuneServiceApplication;
 import dev.hexforge.gateway.GatewayApplication;
 import dev.hexforge.infra.EmbeddedInfra;
 import dev.hexforge.quantizeservice.QuantizeServiceApplication;
@@ -13,7 +14,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
+import java.util.ArrayList;
 import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
 
 /**
  * The whole fleet in one JVM: embedded Kafka, PostgreSQL and S3 on fixed ports, the quantize and export services
@@ -23,17 +29,17 @@ import java.util.HexFormat;
  */
 public final class Standalone implements AutoCloseable {
     public static final int GATEWAY_PORT = 8080;
+    /** The stages the stage services below run; the gateway accepts jobs of these only. */
+    static final String STAGES = "finetune,merge,quantize,export";
     private final EmbeddedInfra infra;
-    private final ConfigurableApplicationContext exportService;
-    private final ConfigurableApplicationContext quantizeService;
+    private final List<ConfigurableApplicationContext> stageServices;
     private final ConfigurableApplicationContext gateway;
     private final String s3Secret;
 
-    private Standalone(EmbeddedInfra infra, ConfigurableApplicationContext exportService,
-                       ConfigurableApplicationContext quantizeService, ConfigurableApplicationContext gateway, String s3Secret) {
+    private Standalone(EmbeddedInfra infra, List<ConfigurableApplicationContext> stageServices,
+                       ConfigurableApplicationContext gateway, String s3Secret) {
         this.infra = infra;
-        this.exportService = exportService;
-        this.quantizeService = quantizeService;
+        this.stageServices = List.copyOf(stageServices);
         this.gateway = gateway;
         this.s3Secret = s3Secret;
     }
@@ -79,27 +85,24 @@ public final class Standalone implements AutoCloseable {
         String secret = s3Secret(home);
         EmbeddedInfra infra = EmbeddedInfra.start(home, ports, secret);
         String kafka = "--spring.kafka.bootstrap-servers=" + infra.kafka().bootstrapServers();
-        ConfigurableApplicationContext export = null;
-        ConfigurableApplicationContext quantize = null;
+        List<ConfigurableApplicationContext> services = new ArrayList<>();
         try {
             String s3 = "--hexforge.s3.endpoint=" + infra.s3().endpoint();
-            export = ExportServiceApplication.start(kafka, s3, "--hexforge.s3.secret-key=" + secret,
-                    "--hexforge.work-dir=" + home.resolve("work/export"), "--spring.main.banner-mode=off");
-            quantize = QuantizeServiceApplication.start(kafka, s3, "--hexforge.s3.secret-key=" + secret,
-                    "--hexforge.work-dir=" + home.resolve("work/quantize"), "--spring.main.banner-mode=off");
+            Map<String, Function<String[], ConfigurableApplicationContext>> starters = new LinkedHashMap<>();
+            starters.put("finetune", FinetuneServiceApplication::start);
+            starters.put("quantize", QuantizeServiceApplication::start);
+            starters.put("export", ExportServiceApplication::start);
+            starters.forEach((name, start) -> services.add(start.apply(new String[]{kafka, s3,
+                    "--hexforge.s3.secret-key=" + secret, "--hexforge.work-dir=" + home.resolve("work/" + name),
+                    "--spring.main.banner-mode=off"})));
             ConfigurableApplicationContext gateway = new SpringApplicationBuilder(GatewayApplication.class).run(kafka,
-                    "--hexforge.stages=quantize,export", "--hexforge.bootstrap-token-file=" + tokenFile(home),
+                    "--hexforge.stages=" + STAGES, "--hexforge.bootstrap-token-file=" + tokenFile(home),
                     "--server.port=" + gatewayPort, "--spring.datasource.url=" + infra.postgres().jdbcUrl(),
                     "--spring.datasource.username=" + infra.postgres().user(),
                     "--spring.datasource.password=" + infra.postgres().password(), "--spring.main.banner-mode=off");
-            return new Standalone(infra, export, quantize, gateway, secret);
+            return new Standalone(infra, services, gateway, secret);
         } catch (RuntimeException e) {
-            if (export != null) {
-                export.close();
-            }
-            if (quantize != null) {
-                quantize.close();
-            }
+            services.forEach(ConfigurableApplicationContext::close);
             infra.close();
             throw e;
         }
@@ -121,8 +124,7 @@ public final class Standalone implements AutoCloseable {
     public void close() {
         try {
             gateway.close();
-            exportService.close();
-            quantizeService.close();
+            stageServices.forEach(ConfigurableApplicationContext::close);
         } finally {
             infra.close();
         }

@@ -85,6 +85,38 @@ class CliAgainstFleetTest {
     }
 
     @Test
+    void finetuneMergeAndExportRunAsOneJobWithLiveMetrics() throws Exception {
+        ObjectMapper om = new ObjectMapper();
+        JsonNode all = om.readTree(Fixtures.root().resolve("lora-task/train.json").toFile());
+        StringBuilder lines = new StringBuilder();
+        for (int i = 0; i < 96; i++) {
+            lines.append(om.writeValueAsString(all.get(i))).append('\n');
+        }
+        Path data = home.resolve("task.jsonl");
+        Files.writeString(data, lines.toString());
+        Path spec = home.resolve("finetune.yaml");
+        Files.writeString(spec, "name: finetune test\nmodel:\n  path: " + Fixtures.qwen2Tiny() + "\n"
+                + "stages: [finetune, merge, export]\n"
+                + "finetune:\n  data: " + data + "\n  evalData: " + Fixtures.root().resolve("lora-task/eval.json") + "\n"
+                + "  learningRate: 0.005\n  batch: 16\n  accumulation: 1\n  epochs: 2\n"
+                + "export:\n  variant: dynamic\n");
+        Run r = cli("submit", spec.toString(), "--watch", "--json");
+        assertEquals(0, r.exit(), r.err());
+        JsonNode job = om.readTree(r.out());
+        assertEquals("completed", job.path("state").asText(), r.out());
+        JsonNode finetune = job.path("stages").get(0);
+        assertEquals("lora-adapter", finetune.path("outputs").get(0).path("kind").asText());
+        assertEquals(12, finetune.path("report").path("steps").asInt(), "96 examples / 16 = 6 steps per epoch");
+        assertTrue(finetune.path("report").path("evalLoss").asDouble() < 6.0, finetune.toString());
+        JsonNode metrics = finetune.path("metrics");
+        assertTrue(metrics.has("loss") && metrics.has("learningRate") && metrics.has("tokensPerSecond")
+                && metrics.has("evalLoss") && metrics.has("exactMatch"), "live metrics kept by the gateway: " + metrics);
+        assertEquals("hf-model", job.path("stages").get(1).path("outputs").get(0).path("kind").asText());
+        assertEquals(16, job.path("stages").get(1).path("report").path("mergedLinears").asInt());
+        assertEquals("onnx-dynamic", job.path("stages").get(2).path("outputs").get(0).path("kind").asText());
+    }
+
+    @Test
     void aBadSpecListsEveryProblem() throws Exception {
         Path spec = home.resolve("bad.json");
         Files.writeString(spec, "{\"model\": {\"path\": \"/m\"}, \"quantize\": {\"bits\": 1}, \"colour\": \"red\"}");

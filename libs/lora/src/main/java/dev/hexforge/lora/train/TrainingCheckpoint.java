@@ -48,9 +48,14 @@ public final class TrainingCheckpoint {
     private TrainingCheckpoint() {
     }
 
+    /** Where the checkpoint of {@code step} lives under a run's output folder. */
+    public static Path folder(Path out, int step) {
+        return out.resolve(DIR).resolve(String.format("step-%06d", step));
+    }
+
     public static Path save(Path out, State state, LoraAdapter adapter, AdamW<?> adam) {
         Path root = out.resolve(DIR);
-        Path dir = root.resolve(String.format("step-%06d", state.step()));
+        Path dir = folder(out, state.step());
         Path tmp = root.resolve(dir.getFileName() + ".partial");
         try {
             Folders.deleteQuietly(tmp);
@@ -76,6 +81,11 @@ public final class TrainingCheckpoint {
             Folders.deleteQuietly(tmp);
             throw new UncheckedIOException("writing checkpoint " + dir + ": " + e.getMessage(), e);
         }
+    }
+
+    /** Whether {@code out} holds any complete checkpoint. */
+    public static boolean hasAny(Path out) {
+        return !list(out.resolve(DIR)).isEmpty();
     }
 
     /** The newest complete checkpoint under {@code out}, if any. */

@@ -1,0 +1,171 @@
+package dev.hexforge.finetuneservice;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.checkpoint.CheckpointException;
+import dev.hexforge.contracts.ContractsJson;
+import dev.hexforge.contracts.JobSpec;
+import dev.hexforge.contracts.Stage;
+import dev.hexforge.contracts.StageEvents;
+import dev.hexforge.forward.DecoderWeights;
+import dev.hexforge.io.Folders;
+import dev.hexforge.lora.LoraException;
+import dev.hexforge.lora.data.DatasetException;
+import dev.hexforge.lora.data.DatasetReader;
+import dev.hexforge.lora.data.EncodedExample;
+import dev.hexforge.lora.data.ExampleEncoder;
+import dev.hexforge.lora.train.LoraTrainer;
+import dev.hexforge.lora.train.TrainingCheckpoint;
+import dev.hexforge.lora.train.TrainingException;
+import dev.hexforge.lora.train.TrainingListener;
+import dev.hexforge.lora.train.TrainingOptions;
+import dev.hexforge.lora.train.TrainingReport;
+import dev.hexforge.stage.Attempt;
+import dev.hexforge.stage.StageWorker;
+import dev.hexforge.store.ArtifactStore;
+import dev.hexforge.tokenizer.Tokenizer;
+import dev.hexforge.tokenizer.TokenizerException;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.kafka.annotation.KafkaListener;
+import org.springframework.kafka.core.KafkaTemplate;
+import org.springframework.stereotype.Component;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Trains a LoRA adapter on the job's data and stores it (PEFT format) as the stage's output. Live metrics (loss,
+ * learning rate, tokens/s, ETA) go out as progress every few seconds, eval loss and exact match after each epoch.
+ * Training checkpoints are kept beside the attempt for the job and mirrored to the artifact store, so a resumed job
+ * continues from the last one, on this worker or another.
+ */
+@Component
+class FinetuneWorker extends StageWorker {
+
+    FinetuneWorker(KafkaTemplate<String, String> kafka, ArtifactStore store, @Value("${hexforge.work-dir}") Path work) {
+        super(Stage.FINETUNE, kafka, store, work, Duration.ofSeconds(3));
+    }
+
+    @KafkaListener(topics = "hexforge.stage.finetune.requests.v1", groupId = "hexforge-finetune-service")
+    void onRequest(String payload) {
+        handle(payload);
+    }
+
+    static String checkpointMarker(String jobId) {
+        return "jobs/" + jobId + "/finetune/checkpoint.json";
+    }
+
+    @Override
+    protected String startMessage(StageEvents.StageRequest request) {
+        return "loading the model and data";
+    }
+
+    @Override
+    protected StageEvents.Completed run(Attempt a) throws Exception {
+        JobSpec.Finetune f = a.spec().finetune();
+        TrainingOptions d = TrainingOptions.defaults();
+        TrainingOptions o = new TrainingOptions(f.r(), f.alpha(), f.dropout(), f.targets(), false, f.batch(),
+                f.accumulation(), f.learningRate(), f.epochs(), f.maxLength(), f.seed(), d.warmupRatio(), d.schedule(),
+                d.weightDecay(), d.maxGradNorm(), d.checkpointEvery(), d.evalSplit(), d.evalMaxNewTokens(), d.threads());
+        Path model = a.model();
+        Path out = work().resolve("jobs").resolve(a.request().jobId()).resolve("adapter");
+        restoreCheckpoint(a.request().jobId(), out);
+        try (Checkpoint ckpt = Checkpoint.open(model); Tokenizer tok = Tokenizer.load(model)) {
+            DecoderWeights base = DecoderWeights.load(ckpt);
+            ExampleEncoder enc = new ExampleEncoder(tok, o.maxLength());
+            ExampleEncoder.Encoded all = enc.encode(DatasetReader.read(Path.of(f.data())));
+            List<EncodedExample> train = all.examples();
+            List<EncodedExample> eval;
+            if (f.evalData() != null) {
+                eval = enc.encode(DatasetReader.read(Path.of(f.evalData()))).examples();
+            } else {
+                List<List<EncodedExample>> split = LoraTrainer.split(train, o.evalSplit(), o.seed());
+                train = split.get(0);
+                eval = split.get(1);
+            }
+            TrainingReport report = new LoraTrainer(base, tok, o, new TrainingListener() {
+                @Override
+                public void onStep(StepMetrics m) {
+                    a.progress(95.0 * m.step() / m.totalSteps(), String.format("step %d/%d, loss %.4f", m.step(),
+                            m.totalSteps(), m.loss()), finite(Map.of("step", (double) m.step(), "epoch", (double) m.epoch(),
+                            "loss", m.loss(), "learningRate", m.learningRate(), "tokensPerSecond", m.tokensPerSecond(),
+                            "etaSeconds", m.etaSeconds())), false);
+                }
+
+                @Override
+                public void onEpoch(EpochMetrics m) {
+                    a.progress(-1, "epoch " + m.epoch() + " evaluated", finite(Map.of("epoch", (double) m.epoch(),
+                            "trainLoss", m.trainLoss(), "evalLoss", m.evalLoss(), "exactMatch", m.exactMatch())), true);
+                }
+
+                @Override
+                public void onCheckpoint(int step, Path dir) {
+                    ArtifactStore.StoredFolder stored = store().putFolder(dir);
+                    store().putJson(checkpointMarker(a.request().jobId()), Map.of("step", step, "sha256", stored.sha256()));
+                }
+            }).train(train, all.report(), eval, out, model.getFileName().toString());
+            Folders.deleteTree(out.resolve("checkpoints"));
+            StageEvents.ArtifactRef ref = a.storeOutput(out, "lora-adapter");
+            Folders.deleteQuietly(out.getParent());
+            Map<String, Object> summary = new LinkedHashMap<>();
+            summary.put("steps", report.steps());
+            summary.put("resumedFromStep", report.resumedFromStep());
+            summary.put("seconds", report.seconds());
+            summary.put("tokensPerSecond", report.tokensPerSecond());
+            summary.put("trainableParameters", report.trainableParameters());
+            summary.put("examples", all.report().examples());
+            summary.put("truncated", all.report().truncated());
+            summary.put("dropped", all.report().dropped());
+            summary.put("evalExamples", eval.size());
+            TrainingListener.EpochMetrics last = report.last();
+            summary.putAll(finite(Map.of("trainLoss", last.trainLoss(), "evalLoss", last.evalLoss(),
+                    "exactMatch", last.exactMatch())));
+            return a.completed(List.of(ref), summary);
+        }
+    }
+
+    /** Brings back the job's last training checkpoint from the store when this worker has none of its own. */
+    private void restoreCheckpoint(String jobId, Path out) throws Exception {
+        if (TrainingCheckpoint.hasAny(out) || !store().exists(checkpointMarker(jobId))) {
+            return;
+        }
+        JsonNode marker = ContractsJson.MAPPER.readTree(store().getBytes(checkpointMarker(jobId)));
+        Path dir = TrainingCheckpoint.folder(out, marker.path("step").asInt());
+        store().getFolder(marker.path("sha256").asText(), dir);
+    }
+
+    private static Map<String, Double> finite(Map<String, Double> m) {
+        Map<String, Double> out = new LinkedHashMap<>();
+        m.forEach((k, v) -> {
+            if (Double.isFinite(v)) {
+                out.put(k, v);
+            }
+        });
+        return out;
+    }
+
+    @Override
+    protected StageEvents.StageError triage(Exception e) {
+        String msg = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+        if (e instanceof DatasetException) {
+            return new StageEvents.StageError("DATA_INVALID", msg, "fix the training data (the message names the line) "
+                    + "and resume the job");
+        }
+        if (e instanceof TrainingException || e instanceof LoraException) {
+            return new StageEvents.StageError("TRAINING_FAILED", msg, "change the finetune settings (a lower "
+                    + "learningRate if it diverged) and resume; training continues from the last checkpoint when the "
+                    + "settings are unchanged");
+        }
+        if (e instanceof CheckpointException || e instanceof TokenizerException) {
+            return new StageEvents.StageError("MODEL_INVALID", msg, "check the model folder: config.json, weights and "
+                    + "tokenizer.json");
+        }
+        if (e instanceof IllegalArgumentException) {
+            return new StageEvents.StageError("BAD_REQUEST", msg, "fix the job spec and resume the job");
+        }
+        return new StageEvents.StageError("INTERNAL", msg, "resume the job; report it if it persists");
+    }
+}

@@ -1,0 +1,1 @@
+ALTER TABLE stage_attempts ADD COLUMN metrics text;

@@ -1,0 +1,42 @@
+package dev.hexforge.stage;
+
+import dev.hexforge.contracts.JobSpec;
+import dev.hexforge.contracts.StageEvents;
+import dev.hexforge.store.ArtifactStore;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+
+/** One attempt of a stage as its pass sees it: the request, a scratch folder, inputs, progress and outputs. */
+public interface Attempt {
+
+    StageEvents.StageRequest request();
+
+    default JobSpec spec() {
+        return request().spec();
+    }
+
+    /** An empty folder owned by this attempt, deleted when it ends. */
+    Path dir();
+
+    /**
+     * The model this stage works on: the previous stage's output folder (downloaded to {@code dir()/in/model}) when
+     * there is one, else the job's {@code model.path}.
+     */
+    Path model();
+
+    /**
+     * Reports progress; calls closer together than the service's interval are dropped unless {@code force}. A
+     * negative percent leaves the last one standing (metrics-only updates).
+     */
+    void progress(double percent, String message, Map<String, Double> metrics, boolean force);
+
+    ArtifactStore store();
+
+    /** Stores a folder content-addressed and describes it as this stage's output of the given kind. */
+    StageEvents.ArtifactRef storeOutput(Path folder, String kind);
+
+    /** The completed event of this attempt. */
+    StageEvents.Completed completed(List<StageEvents.ArtifactRef> outputs, Map<String, Object> report);
+}
