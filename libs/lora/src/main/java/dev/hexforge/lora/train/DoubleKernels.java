@@ -68,6 +68,11 @@ public final class DoubleKernels extends TrainKernels<double[]> {
     }
 
     @Override
+    public void copy(double[] src, int srcOff, double[] dst, int dstOff, int n) {
+        System.arraycopy(src, srcOff, dst, dstOff, n);
+    }
+
+    @Override
     public double dot(double[] a, int aOff, double[] b, int bOff, int n) {
         double s = 0;
         for (int i = 0; i < n; i++) {

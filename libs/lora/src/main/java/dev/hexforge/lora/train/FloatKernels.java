@@ -60,6 +60,26 @@ public class FloatKernels extends TrainKernels<float[]> {
     }
 
     @Override
+    public float[] transpose(float[] m, int rows, int cols) {
+        float[] out = new float[rows * cols];
+        for (int i0 = 0; i0 < rows; i0 += 16) {
+            for (int j0 = 0; j0 < cols; j0 += 16) {
+                for (int i = i0; i < Math.min(rows, i0 + 16); i++) {
+                    for (int j = j0; j < Math.min(cols, j0 + 16); j++) {
+                        out[j * rows + i] = m[i * cols + j];
+                    }
+                }
+            }
+        }
+        return out;
+    }
+
+    @Override
+    public void copy(float[] src, int srcOff, float[] dst, int dstOff, int n) {
+        System.arraycopy(src, srcOff, dst, dstOff, n);
+    }
+
+    @Override
     public double dot(float[] a, int aOff, float[] b, int bOff, int n) {
         float s = 0f;
         for (int i = 0; i < n; i++) {

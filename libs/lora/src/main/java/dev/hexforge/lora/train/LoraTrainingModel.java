@@ -29,6 +29,7 @@ public final class LoraTrainingModel<A> {
     private final LoraParams<A> params;
     private final A embed;
     private final A lmHead;
+    private final A lmHeadT; // [hidden, vocab] when within the budget, else null
     private final A finalNorm;
     private final FrozenLayer<A>[] layers;
     private final Rope rope;
@@ -40,7 +41,12 @@ public final class LoraTrainingModel<A> {
         A postNorm;
         final Map<Linear, A> w = new EnumMap<>(Linear.class);
         final Map<Linear, A> b = new EnumMap<>(Linear.class);
+        /** wᵀ [in, out], kept when the model is small enough (see {@link #TRANSPOSED_BUDGET}); else empty. */
+        final Map<Linear, A> wt = new EnumMap<>(Linear.class);
     }
+
+    /** Frozen linear values (all layers) up to which a transposed copy is kept for the forward: 256 MB of float32. */
+    private static final long TRANSPOSED_BUDGET = 1L << 26;
 
     @SuppressWarnings("unchecked")
     public LoraTrainingModel(TrainKernels<A> k, DecoderWeights weights, LoraParams<A> params) {
@@ -51,6 +57,14 @@ public final class LoraTrainingModel<A> {
         this.lmHead = weights.lmHead() == weights.embed() ? embed : k.of(weights.lmHead());
         this.finalNorm = k.of(weights.finalNorm());
         this.layers = new FrozenLayer[c.numLayers()];
+        long linearValues = 0;
+        for (int l = 0; l < layers.length; l++) {
+            for (Linear lin : Linear.values()) {
+                linearValues += weights.layer(l).weight(lin).length;
+            }
+        }
+        boolean keepTransposed = linearValues + k.length(lmHead) <= TRANSPOSED_BUDGET;
+        this.lmHeadT = keepTransposed ? k.transpose(lmHead, c.vocabSize(), c.hiddenSize()) : null;
         for (int l = 0; l < layers.length; l++) {
             DecoderWeights.Layer src = weights.layer(l);
             FrozenLayer<A> f = new FrozenLayer<>();
@@ -58,6 +72,10 @@ public final class LoraTrainingModel<A> {
             f.postNorm = k.of(src.postAttentionNorm());
             for (Linear lin : Linear.values()) {
                 f.w.put(lin, k.of(src.weight(lin)));
+                if (keepTransposed) {
+                    int[] shape = LoraParams.shape(c, lin);
+                    f.wt.put(lin, k.transpose(f.w.get(lin), shape[0], shape[1]));
+                }
                 if (src.bias(lin) != null) {
                     f.b.put(lin, k.of(src.bias(lin)));
                 }
@@ -128,7 +146,7 @@ public final class LoraTrainingModel<A> {
         A q;
         A kk;
         A v;
-        A probs;
+        List<A> probs; // per sequence and head, [n, n]
         A attn;
         A xMid;
         A rstd2;
@@ -145,7 +163,6 @@ public final class LoraTrainingModel<A> {
         final int[] positions;
         final int[] seqStart;
         final int[] seqLen;
-        final int[] probOffset;
         final boolean train;
         final long seed;
         final List<LayerCache> caches;
@@ -160,7 +177,6 @@ public final class LoraTrainingModel<A> {
             int n = batch.size();
             seqStart = new int[n];
             seqLen = new int[n];
-            probOffset = new int[n + 1];
             int total = 0;
             int targets = 0;
             for (int s = 0; s < n; s++) {
@@ -172,7 +188,6 @@ public final class LoraTrainingModel<A> {
                 seqStart[s] = total;
                 seqLen[s] = e.inputLength();
                 total += e.inputLength();
-                probOffset[s + 1] = probOffset[s] + c.numHeads() * seqLen[s] * seqLen[s];
                 targets += e.targetCount();
             }
             t = total;
@@ -205,9 +220,7 @@ public final class LoraTrainingModel<A> {
             int h = c.hiddenSize();
             A x = k.alloc(t * h);
             for (int i = 0; i < t; i++) {
-                for (int j = 0; j < h; j++) {
-                    k.set(x, i * h + j, k.get(embed, ids[i] * h + j));
-                }
+                k.copy(embed, ids[i] * h, x, i * h, h);
             }
             for (int l = 0; l < layers.length; l++) {
                 x = layerForward(l, x);
@@ -234,7 +247,6 @@ public final class LoraTrainingModel<A> {
             lc.v = linear(l, Linear.V, lc.n1, h, kvs, lc);
             rope(lc.q, c.numHeads(), false);
             rope(lc.kk, c.numKvHeads(), false);
-            lc.probs = k.alloc(probOffset[seqLen.length]);
             lc.attn = k.alloc(t * qs);
             attention(lc);
             A o = linear(l, Linear.O, lc.attn, qs, h, lc);
@@ -259,7 +271,12 @@ public final class LoraTrainingModel<A> {
         A linear(int l, Linear lin, A in, int inDim, int outDim, LayerCache lc) {
             FrozenLayer<A> f = layers[l];
             A y = k.alloc(t * outDim);
-            k.matmulNT(in, f.w.get(lin), y, t, inDim, outDim, false);
+            A wt = f.wt.get(lin);
+            if (wt != null) {
+                k.matmulNN(in, wt, y, t, inDim, outDim, false);
+            } else {
+                k.matmulNT(in, f.w.get(lin), y, t, inDim, outDim, false);
+            }
             A bias = f.b.get(lin);
             if (bias != null) {
                 for (int i = 0; i < t; i++) {
@@ -276,11 +293,17 @@ public final class LoraTrainingModel<A> {
                     ac.input = k.alloc(t * inDim);
                     SplittableRandom rng = new SplittableRandom(seed ^ (0x9E3779B97F4A7C15L * (l * 8L + lin.ordinal() + 1)));
                     double kept = 1.0 / (1.0 - dropout);
+                    int threshold = (int) Math.round(dropout * 65536); // four 16-bit draws per random long
+                    long bits = 0;
                     for (int i = 0; i < t * inDim; i++) {
-                        if (rng.nextDouble() >= dropout) {
+                        if ((i & 3) == 0) {
+                            bits = rng.nextLong();
+                        }
+                        if ((int) (bits & 0xFFFF) >= threshold) {
                             k.set(ac.keep, i, kept);
                             k.set(ac.input, i, k.get(in, i) * kept);
                         }
+                        bits >>>= 16;
                     }
                 }
                 ac.scaledU = k.alloc(t * r);
@@ -290,7 +313,7 @@ public final class LoraTrainingModel<A> {
                     k.set(ac.scaledU, i, k.get(ac.scaledU, i) * scale);
                 }
                 // y += (s·u) · Bᵀ, as rows: y[t, :] += Σ_j su[t, j] · B[:, j]
-                A bt = transpose(m.b, outDim, r);
+                A bt = k.transpose(m.b, outDim, r);
                 k.matmulNN(ac.scaledU, bt, y, t, r, outDim, true);
                 if (train) {
                     lc.adapters.put(lin, ac);
@@ -308,11 +331,17 @@ public final class LoraTrainingModel<A> {
             }
             int r = params.config().r();
             AdapterCache ac = lc.adapters.get(lin);
-            // ∂L/∂B[o, j] = Σ_t dy[t, o] · su[t, j]
-            k.matmulTN(dy, ac.scaledU, m.gradB, t, outDim, r);
+            // ∂L/∂B[o, j] = Σ_t dy[t, o] · su[t, j], accumulated as Bᵀ (long rows) and added transposed
+            A gradBt = k.alloc(r * outDim);
+            k.matmulTN(ac.scaledU, dy, gradBt, t, r, outDim);
+            for (int o = 0; o < outDim; o++) {
+                for (int j = 0; j < r; j++) {
+                    k.add(m.gradB, o * r + j, k.get(gradBt, j * outDim + o));
+                }
+            }
             // ∂L/∂u = s · dy · B
             A du = k.alloc(t * r);
-            k.matmulNT(dy, transpose(m.b, outDim, r), du, t, outDim, r, false);
+            k.matmulNT(dy, k.transpose(m.b, outDim, r), du, t, outDim, r, false);
             double scale = params.config().scale();
             for (int i = 0; i < t * r; i++) {
                 k.set(du, i, k.get(du, i) * scale);
@@ -330,17 +359,6 @@ public final class LoraTrainingModel<A> {
                     }
                 }
             }
-        }
-
-        /** The [rows, cols] matrix transposed (small: adapter B only). */
-        A transpose(A m, int rows, int cols) {
-            A out = k.alloc(rows * cols);
-            for (int i = 0; i < rows; i++) {
-                for (int j = 0; j < cols; j++) {
-                    k.set(out, j * rows + i, k.get(m, i * cols + j));
-                }
-            }
-            return out;
         }
 
         /** {@code dx += ∂norm/∂x · dy} for y = w ⊙ x · r, r = (mean(x²) + eps)^-½. */
@@ -389,73 +407,100 @@ public final class LoraTrainingModel<A> {
             }
         }
 
+        /** Rows [start, start+n) of one head (columns [col, col+d)) of a [T, width] tensor, as a dense [n, d]. */
+        A gather(A x, int start, int n, int width, int col, int d) {
+            A out = k.alloc(n * d);
+            for (int i = 0; i < n; i++) {
+                k.copy(x, (start + i) * width + col, out, i * d, d);
+            }
+            return out;
+        }
+
+        /** Adds a dense [n, d] block back into one head of a [T, width] tensor. */
+        void scatterAdd(A block, A x, int start, int n, int width, int col, int d) {
+            for (int i = 0; i < n; i++) {
+                k.axpy(1, block, i * d, x, (start + i) * width + col, d);
+            }
+        }
+
+        /** Per sequence and head: P = softmax(QKᵀ/√d + causal mask), O = P V, as dense products. */
         void attention(LayerCache lc) {
             int d = c.headDim();
             int heads = c.numHeads();
             int qs = c.qSize();
             int kvs = c.kvSize();
             int group = c.groupSize();
+            lc.probs = new java.util.ArrayList<>(java.util.Collections.nCopies(seqLen.length * heads, null));
             k.forRows(seqLen.length * heads, (long) 64 * d * 64, (from, to) -> {
-                double[] row = new double[0];
                 for (int job = from; job < to; job++) {
                     int s = job / heads;
                     int hd = job % heads;
                     int n = seqLen[s];
                     int start = seqStart[s];
                     int kvOff = (hd / group) * d;
-                    if (row.length < n) {
-                        row = new double[n];
-                    }
+                    A qh = gather(lc.q, start, n, qs, hd * d, d);
+                    A kh = gather(lc.kk, start, n, kvs, kvOff, d);
+                    A vh = gather(lc.v, start, n, kvs, kvOff, d);
+                    A p = k.alloc(n * n);
+                    k.matmulNT(qh, kh, p, n, d, n, false);
                     for (int i = 0; i < n; i++) {
-                        int qOff = (start + i) * qs + hd * d;
-                        double max = Double.NEGATIVE_INFINITY;
-                        for (int j = 0; j <= i; j++) {
-                            row[j] = k.dot(lc.q, qOff, lc.kk, (start + j) * kvs + kvOff, d) * attnScale;
-                            max = Math.max(max, row[j]);
-                        }
-                        double sum = 0;
-                        for (int j = 0; j <= i; j++) {
-                            row[j] = Math.exp(row[j] - max);
-                            sum += row[j];
-                        }
-                        int pRow = probOffset[s] + (hd * n + i) * n;
-                        for (int j = 0; j <= i; j++) {
-                            double p = row[j] / sum;
-                            k.set(lc.probs, pRow + j, p);
-                            k.axpy(p, lc.v, (start + j) * kvs + kvOff, lc.attn, qOff, d);
+                        int row = i * n;
+                        double max = k.max(p, row, i + 1) * attnScale;
+                        double sum = k.expInPlace(p, row, i + 1, attnScale, max);
+                        k.scale(p, row, i + 1, 1 / sum);
+                        for (int j = i + 1; j < n; j++) {
+                            k.set(p, row + j, 0);
                         }
                     }
+                    A oh = k.alloc(n * d);
+                    k.matmulNN(p, vh, oh, n, n, d, false);
+                    scatterAdd(oh, lc.attn, start, n, qs, hd * d, d);
+                    lc.probs.set(job, p);
                 }
             });
         }
 
+        /**
+         * dP = dO Vᵀ, dS = P ⊙ (dP − rowsum(dO ⊙ O)) / √d, dQ = dS K, dK = dSᵀ Q, dV = Pᵀ dO. Sequences touch disjoint
+         * rows; heads of one KV group share dK / dV, so one worker takes all heads of a sequence.
+         */
         void attentionBackward(LayerCache lc, A dAttn, A dq, A dk, A dv) {
             int d = c.headDim();
             int heads = c.numHeads();
             int qs = c.qSize();
             int kvs = c.kvSize();
             int group = c.groupSize();
-            // sequences touch disjoint rows; heads of one KV group share dk / dv, so they stay on one worker
             k.forRows(seqLen.length, (long) heads * 64 * d * 64, (from, to) -> {
                 for (int s = from; s < to; s++) {
                     int n = seqLen[s];
                     int start = seqStart[s];
                     for (int hd = 0; hd < heads; hd++) {
                         int kvOff = (hd / group) * d;
+                        A p = lc.probs.get(s * heads + hd);
+                        A dOh = gather(dAttn, start, n, qs, hd * d, d);
+                        A oh = gather(lc.attn, start, n, qs, hd * d, d);
+                        A qh = gather(lc.q, start, n, qs, hd * d, d);
+                        A kh = gather(lc.kk, start, n, kvs, kvOff, d);
+                        A vh = gather(lc.v, start, n, kvs, kvOff, d);
+                        A ds = k.alloc(n * n);
+                        k.matmulNT(dOh, vh, ds, n, d, n, false);
                         for (int i = 0; i < n; i++) {
-                            int qOff = (start + i) * qs + hd * d;
-                            double delta = k.dot(dAttn, qOff, lc.attn, qOff, d);
-                            int pRow = probOffset[s] + (hd * n + i) * n;
+                            int row = i * n;
+                            double delta = k.dot(dOh, i * d, oh, i * d, d);
                             for (int j = 0; j <= i; j++) {
-                                double p = k.get(lc.probs, pRow + j);
-                                int kvRow = (start + j) * kvs + kvOff;
-                                double dp = k.dot(dAttn, qOff, lc.v, kvRow, d);
-                                k.axpy(p, dAttn, qOff, dv, kvRow, d);
-                                double ds = p * (dp - delta) * attnScale;
-                                k.axpy(ds, lc.kk, kvRow, dq, qOff, d);
-                                k.axpy(ds, lc.q, qOff, dk, kvRow, d);
+                                k.set(ds, row + j, k.get(p, row + j) * (k.get(ds, row + j) - delta) * attnScale);
+                            }
+                            for (int j = i + 1; j < n; j++) {
+                                k.set(ds, row + j, 0);
                             }
                         }
+                        A grad = k.alloc(n * d);
+                        k.matmulNN(ds, kh, grad, n, n, d, false);
+                        scatterAdd(grad, dq, start, n, qs, hd * d, d);
+                        k.matmulNN(k.transpose(ds, n, n), qh, grad, n, n, d, false);
+                        scatterAdd(grad, dk, start, n, kvs, kvOff, d);
+                        k.matmulNN(k.transpose(p, n, n), dOh, grad, n, n, d, false);
+                        scatterAdd(grad, dv, start, n, kvs, kvOff, d);
                     }
                 }
             });
@@ -464,10 +509,7 @@ public final class LoraTrainingModel<A> {
         A siluMul(A gate, A up) {
             int n = t * c.intermediateSize();
             A out = k.alloc(n);
-            for (int i = 0; i < n; i++) {
-                double g = k.get(gate, i);
-                k.set(out, i, g / (1 + Math.exp(-g)) * k.get(up, i));
-            }
+            k.siluMul(gate, up, out, n);
             return out;
         }
 
@@ -484,32 +526,26 @@ public final class LoraTrainingModel<A> {
                 A xs = k.alloc(n * h);
                 A rstd = k.alloc(n);
                 for (int i = 0; i < n; i++) {
-                    for (int j = 0; j < h; j++) {
-                        k.set(xs, i * h + j, k.get(xOut, lossRows[from + i] * h + j));
-                    }
+                    k.copy(xOut, lossRows[from + i] * h, xs, i * h, h);
                 }
                 A normed = k.alloc(n * h);
                 rmsNormRows(xs, finalNorm, normed, rstd, n, h);
                 A logits = k.alloc(n * vocab);
-                k.matmulNT(normed, lmHead, logits, n, h, vocab, false);
+                if (lmHeadT != null) {
+                    k.matmulNN(normed, lmHeadT, logits, n, h, vocab, false);
+                } else {
+                    k.matmulNT(normed, lmHead, logits, n, h, vocab, false);
+                }
                 for (int i = 0; i < n; i++) {
                     int off = i * vocab;
-                    double max = Double.NEGATIVE_INFINITY;
-                    for (int v = 0; v < vocab; v++) {
-                        max = Math.max(max, k.get(logits, off + v));
-                    }
-                    double z = 0;
-                    for (int v = 0; v < vocab; v++) {
-                        z += Math.exp(k.get(logits, off + v) - max);
-                    }
+                    double max = k.max(logits, off, vocab);
                     int target = lossTargets[from + i];
-                    double logZ = max + Math.log(z);
-                    sum += logZ - k.get(logits, off + target);
+                    double targetLogit = k.get(logits, off + target);
+                    double z = k.expInPlace(logits, off, vocab, 1, max);
+                    sum += max + Math.log(z) - targetLogit;
                     if (withGrad) {
-                        for (int v = 0; v < vocab; v++) {
-                            double p = Math.exp(k.get(logits, off + v) - logZ);
-                            k.set(logits, off + v, (p - (v == target ? 1 : 0)) * gradScale);
-                        }
+                        k.scale(logits, off, vocab, gradScale / z);
+                        k.add(logits, off + target, -gradScale);
                     }
                 }
                 if (withGrad) {
@@ -555,16 +591,9 @@ public final class LoraTrainingModel<A> {
                 A dAct = k.alloc(t * inter);
                 linearBackwardInto(l, Linear.DOWN, dx, inter, h, dAct, lc,
                         lc.adapters.containsKey(Linear.DOWN) ? siluMul(lc.gate, lc.up) : null);
-                A dGate = lc.gate; // overwritten in place: gate and up are not needed after this
+                k.siluMulBackward(lc.gate, lc.up, dAct, t * inter); // gate and up become their gradients
+                A dGate = lc.gate;
                 A dUp = lc.up;
-                for (int i = 0; i < t * inter; i++) {
-                    double g = k.get(lc.gate, i);
-                    double sg = 1 / (1 + Math.exp(-g));
-                    double da = k.get(dAct, i);
-                    double u = k.get(lc.up, i);
-                    k.set(dUp, i, da * g * sg);
-                    k.set(dGate, i, da * u * sg * (1 + g * (1 - sg)));
-                }
                 A dN2 = k.alloc(t * h);
                 linearBackward(l, Linear.GATE, dGate, h, inter, dN2, lc);
                 linearBackward(l, Linear.UP, dUp, h, inter, dN2, lc);

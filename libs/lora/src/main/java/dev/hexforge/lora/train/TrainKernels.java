@@ -72,6 +72,74 @@ public abstract class TrainKernels<A> implements AutoCloseable {
         set(a, i, get(a, i) + v);
     }
 
+    /** Copies n values. */
+    public void copy(A src, int srcOff, A dst, int dstOff, int n) {
+        for (int i = 0; i < n; i++) {
+            set(dst, dstOff + i, get(src, srcOff + i));
+        }
+    }
+
+    /** The [rows, cols] matrix transposed into a new [cols, rows] one. */
+    public A transpose(A m, int rows, int cols) {
+        A out = alloc(rows * cols);
+        for (int i = 0; i < rows; i++) {
+            for (int j = 0; j < cols; j++) {
+                set(out, j * rows + i, get(m, i * cols + j));
+            }
+        }
+        return out;
+    }
+
+    /** The largest of n values from {@code off}. */
+    public double max(A x, int off, int n) {
+        double m = Double.NEGATIVE_INFINITY;
+        for (int i = 0; i < n; i++) {
+            m = Math.max(m, get(x, off + i));
+        }
+        return m;
+    }
+
+    /** {@code x[i] = exp(x[i]·scale − shift)} over n values from {@code off}; returns their sum. */
+    public double expInPlace(A x, int off, int n, double scale, double shift) {
+        double sum = 0;
+        for (int i = 0; i < n; i++) {
+            double e = Math.exp(get(x, off + i) * scale - shift);
+            set(x, off + i, e);
+            sum += e;
+        }
+        return sum;
+    }
+
+    /** {@code x[i] *= s} over n values from {@code off}. */
+    public void scale(A x, int off, int n, double s) {
+        for (int i = 0; i < n; i++) {
+            set(x, off + i, get(x, off + i) * s);
+        }
+    }
+
+    /** {@code out = silu(gate) ⊙ up}, silu(g) = g·σ(g). */
+    public void siluMul(A gate, A up, A out, int n) {
+        for (int i = 0; i < n; i++) {
+            double g = get(gate, i);
+            set(out, i, g / (1 + Math.exp(-g)) * get(up, i));
+        }
+    }
+
+    /**
+     * Backward of {@link #siluMul}: overwrites {@code gate} with ∂/∂gate and {@code up} with ∂/∂up given the
+     * gradient {@code dOut}.
+     */
+    public void siluMulBackward(A gate, A up, A dOut, int n) {
+        for (int i = 0; i < n; i++) {
+            double g = get(gate, i);
+            double sg = 1 / (1 + Math.exp(-g));
+            double d = get(dOut, i);
+            double u = get(up, i);
+            set(up, i, d * g * sg);
+            set(gate, i, d * u * sg * (1 + g * (1 - sg)));
+        }
+    }
+
     /** {@code y[rows, out] (+)= x[rows, in] · w[out, in]ᵀ}. */
     public void matmulNT(A x, A w, A y, int rows, int in, int out, boolean accumulate) {
         forRows(rows, (long) in * out, (from, to) -> {

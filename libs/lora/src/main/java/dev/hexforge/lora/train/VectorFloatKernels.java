@@ -50,6 +50,94 @@ final class VectorFloatKernels extends FloatKernels {
         }
     }
 
+    @Override
+    public double max(float[] x, int off, int n) {
+        int bound = S.loopBound(n);
+        FloatVector m = FloatVector.broadcast(S, Float.NEGATIVE_INFINITY);
+        int i = 0;
+        for (; i < bound; i += L) {
+            m = m.max(FloatVector.fromArray(S, x, off + i));
+        }
+        float r = m.reduceLanes(VectorOperators.MAX);
+        for (; i < n; i++) {
+            r = Math.max(r, x[off + i]);
+        }
+        return r;
+    }
+
+    @Override
+    public double expInPlace(float[] x, int off, int n, double scale, double shift) {
+        int bound = S.loopBound(n);
+        FloatVector vs = FloatVector.broadcast(S, (float) scale);
+        FloatVector vShift = FloatVector.broadcast(S, (float) shift);
+        FloatVector acc = FloatVector.zero(S);
+        int i = 0;
+        for (; i < bound; i += L) {
+            FloatVector e = FloatVector.fromArray(S, x, off + i).mul(vs).sub(vShift).lanewise(VectorOperators.EXP);
+            e.intoArray(x, off + i);
+            acc = acc.add(e);
+        }
+        double sum = acc.reduceLanes(VectorOperators.ADD);
+        for (; i < n; i++) {
+            float e = (float) Math.exp(x[off + i] * scale - shift);
+            x[off + i] = e;
+            sum += e;
+        }
+        return sum;
+    }
+
+    @Override
+    public void scale(float[] x, int off, int n, double s) {
+        int bound = S.loopBound(n);
+        FloatVector v = FloatVector.broadcast(S, (float) s);
+        int i = 0;
+        for (; i < bound; i += L) {
+            FloatVector.fromArray(S, x, off + i).mul(v).intoArray(x, off + i);
+        }
+        for (; i < n; i++) {
+            x[off + i] *= (float) s;
+        }
+    }
+
+    @Override
+    public void siluMul(float[] gate, float[] up, float[] out, int n) {
+        int bound = S.loopBound(n);
+        FloatVector one = FloatVector.broadcast(S, 1f);
+        int i = 0;
+        for (; i < bound; i += L) {
+            FloatVector g = FloatVector.fromArray(S, gate, i);
+            FloatVector sig = one.div(one.add(g.neg().lanewise(VectorOperators.EXP)));
+            g.mul(sig).mul(FloatVector.fromArray(S, up, i)).intoArray(out, i);
+        }
+        for (; i < n; i++) {
+            float g = gate[i];
+            out[i] = g / (1f + (float) Math.exp(-g)) * up[i];
+        }
+    }
+
+    @Override
+    public void siluMulBackward(float[] gate, float[] up, float[] dOut, int n) {
+        int bound = S.loopBound(n);
+        FloatVector one = FloatVector.broadcast(S, 1f);
+        int i = 0;
+        for (; i < bound; i += L) {
+            FloatVector g = FloatVector.fromArray(S, gate, i);
+            FloatVector u = FloatVector.fromArray(S, up, i);
+            FloatVector d = FloatVector.fromArray(S, dOut, i);
+            FloatVector sig = one.div(one.add(g.neg().lanewise(VectorOperators.EXP)));
+            d.mul(g).mul(sig).intoArray(up, i);
+            d.mul(u).mul(sig).mul(one.add(g.mul(one.sub(sig)))).intoArray(gate, i);
+        }
+        for (; i < n; i++) {
+            float g = gate[i];
+            float sg = 1f / (1f + (float) Math.exp(-g));
+            float d = dOut[i];
+            float u = up[i];
+            up[i] = d * g * sg;
+            gate[i] = d * u * sg * (1 + g * (1 - sg));
+        }
+    }
+
     /** Largest weight copied for a transpose: 64 MB. */
     private static final long TRANSPOSE_LIMIT = 1 << 24;
 
@@ -61,13 +149,7 @@ final class VectorFloatKernels extends FloatKernels {
     @Override
     public void matmulNT(float[] x, float[] w, float[] y, int rows, int in, int out, boolean accumulate) {
         if (rows >= 16 && out >= 2 * L && (long) in * out <= TRANSPOSE_LIMIT) {
-            float[] wt = new float[in * out];
-            for (int o = 0; o < out; o++) {
-                int row = o * in;
-                for (int i = 0; i < in; i++) {
-                    wt[i * out + o] = w[row + i];
-                }
-            }
+            float[] wt = transpose(w, out, in);
             matmulNN(x, wt, y, rows, in, out, accumulate);
             return;
         }
