@@ -73,7 +73,7 @@ final class Demo {
                     + model64 + "}, \"stages\": [\"finetune\", \"merge\", \"quantize\", \"export\"],"
                     + " \"finetune\": {\"data\": " + JSON.writeValueAsString(task.resolve("train.json").toString())
                     + ", \"evalData\": " + JSON.writeValueAsString(task.resolve("eval.json").toString())
-                    + ", \"learningRate\": 0.005, \"batch\": 16, \"accumulation\": 1, \"epochs\": 4},"
+                    + ", \"learningRate\": 0.005, \"batch\": 16, \"accumulation\": 1, \"epochs\": 8},"
                     + " \"quantize\": {\"method\": \"rtn\", \"bits\": 8, \"group\": 0},"
                     + " \"export\": {\"variant\": \"static\", \"seq\": 128, \"ctx\": 512}}", "onnx-static-lora-int8");
             if (tuned == null) {
