@@ -223,7 +223,7 @@ final class BenchCommand implements Runnable {
         int batch = 4;
         @Option(names = "--seq", description = "default ${DEFAULT-VALUE}")
         int seq = 128;
-        @Option(names = "--steps", description = "timed steps after 3 warm-up steps (default ${DEFAULT-VALUE})")
+        @Option(names = "--steps", description = "timed steps after 10 warm-up steps (default ${DEFAULT-VALUE})")
         int steps = 20;
         @Option(names = "--threads", split = ",", description = "thread counts to try (default 1,2)")
         int[] threads = {1, 2};
@@ -270,8 +270,8 @@ final class BenchCommand implements Runnable {
                     int targetsPerStep = batch * seq;
                     double loss = 0;
                     long t0 = 0;
-                    for (int s = 0; s < steps + 3; s++) {
-                        if (s == 3) {
+                    for (int s = 0; s < steps + 10; s++) {
+                        if (s == 10) {
                             t0 = System.nanoTime();
                         }
                         params.zeroGradients();

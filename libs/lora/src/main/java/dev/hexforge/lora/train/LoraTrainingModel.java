@@ -301,10 +301,10 @@ public final class LoraTrainingModel<A> {
                         }
                         if ((int) (bits & 0xFFFF) >= threshold) {
                             k.set(ac.keep, i, kept);
-                            k.set(ac.input, i, k.get(in, i) * kept);
                         }
                         bits >>>= 16;
                     }
+                    k.multiply(in, 0, ac.keep, 0, ac.input, 0, t * inDim);
                 }
                 ac.scaledU = k.alloc(t * r);
                 k.matmulNT(ac.input, m.a, ac.scaledU, t, inDim, r, false);
@@ -352,28 +352,15 @@ public final class LoraTrainingModel<A> {
             } else {
                 A dx = k.alloc(t * inDim);
                 k.matmulNN(du, m.a, dx, t, r, inDim, false);
-                for (int i = 0; i < t * inDim; i++) {
-                    double keep = k.get(ac.keep, i);
-                    if (keep != 0) {
-                        k.add(dIn, i, k.get(dx, i) * keep);
-                    }
-                }
+                k.multiply(dx, 0, ac.keep, 0, dx, 0, t * inDim);
+                k.axpy(1, dx, 0, dIn, 0, t * inDim);
             }
         }
 
         /** {@code dx += ∂norm/∂x · dy} for y = w ⊙ x · r, r = (mean(x²) + eps)^-½. */
         void rmsNormBackward(A dy, A x, A w, A rstd, A dx, int h, int[] rows) {
             for (int row : rows) {
-                int off = row * h;
-                double r = k.get(rstd, row);
-                double g = 0;
-                for (int j = 0; j < h; j++) {
-                    g += k.get(w, j) * k.get(dy, off + j) * k.get(x, off + j);
-                }
-                double coef = r * r * r * g / h;
-                for (int j = 0; j < h; j++) {
-                    k.add(dx, off + j, r * k.get(w, j) * k.get(dy, off + j) - coef * k.get(x, off + j));
-                }
+                k.rmsNormBackwardRow(dy, x, row * h, w, k.get(rstd, row), dx, h);
             }
         }
 
@@ -486,13 +473,7 @@ public final class LoraTrainingModel<A> {
                         k.matmulNT(dOh, vh, ds, n, d, n, false);
                         for (int i = 0; i < n; i++) {
                             int row = i * n;
-                            double delta = k.dot(dOh, i * d, oh, i * d, d);
-                            for (int j = 0; j <= i; j++) {
-                                k.set(ds, row + j, k.get(p, row + j) * (k.get(ds, row + j) - delta) * attnScale);
-                            }
-                            for (int j = i + 1; j < n; j++) {
-                                k.set(ds, row + j, 0);
-                            }
+                            k.softmaxBackwardRow(p, ds, row, i + 1, n, k.dot(dOh, i * d, oh, i * d, d), attnScale);
                         }
                         A grad = k.alloc(n * d);
                         k.matmulNN(ds, kh, grad, n, n, d, false);
@@ -566,14 +547,8 @@ public final class LoraTrainingModel<A> {
         }
 
         void rmsNormRows(A x, A w, A out, A rstd, int rows, int h) {
-            double eps = c.rmsNormEps();
             for (int i = 0; i < rows; i++) {
-                double ss = k.dot(x, i * h, x, i * h, h);
-                double r = 1.0 / Math.sqrt(ss / h + eps);
-                k.set(rstd, i, r);
-                for (int j = 0; j < h; j++) {
-                    k.set(out, i * h + j, k.get(w, j) * (k.get(x, i * h + j) * r));
-                }
+                k.set(rstd, i, k.rmsNormRow(x, i * h, w, out, h, c.rmsNormEps()));
             }
         }
 

@@ -90,6 +90,49 @@ public abstract class TrainKernels<A> implements AutoCloseable {
         return out;
     }
 
+    /** {@code out[i] = a[i] · b[i]} over n values. */
+    public void multiply(A a, int aOff, A b, int bOff, A out, int outOff, int n) {
+        for (int i = 0; i < n; i++) {
+            set(out, outOff + i, get(a, aOff + i) * get(b, bOff + i));
+        }
+    }
+
+    /**
+     * One row of RMSNorm: {@code out = w ⊙ x · r} with {@code r = (mean(x²) + eps)^-½}; returns r.
+     */
+    public double rmsNormRow(A x, int off, A w, A out, int n, double eps) {
+        double r = 1.0 / Math.sqrt(dot(x, off, x, off, n) / n + eps);
+        for (int j = 0; j < n; j++) {
+            set(out, off + j, get(w, j) * get(x, off + j) * r);
+        }
+        return r;
+    }
+
+    /** Backward of one RMSNorm row: {@code dx += r·w⊙dy − r³·(Σ w⊙dy⊙x)/n · x}. */
+    public void rmsNormBackwardRow(A dy, A x, int off, A w, double r, A dx, int n) {
+        double g = 0;
+        for (int j = 0; j < n; j++) {
+            g += get(w, j) * get(dy, off + j) * get(x, off + j);
+        }
+        double coef = r * r * r * g / n;
+        for (int j = 0; j < n; j++) {
+            add(dx, off + j, r * get(w, j) * get(dy, off + j) - coef * get(x, off + j));
+        }
+    }
+
+    /**
+     * Softmax backward of one causal attention row in place: {@code ds[j] = p[j]·(ds[j] − delta)·scale} for the
+     * first {@code count} entries, 0 for the rest of the row of length n.
+     */
+    public void softmaxBackwardRow(A p, A ds, int off, int count, int n, double delta, double scale) {
+        for (int j = 0; j < count; j++) {
+            set(ds, off + j, get(p, off + j) * (get(ds, off + j) - delta) * scale);
+        }
+        for (int j = count; j < n; j++) {
+            set(ds, off + j, 0);
+        }
+    }
+
     /** The largest of n values from {@code off}. */
     public double max(A x, int off, int n) {
         double m = Double.NEGATIVE_INFINITY;

@@ -48,6 +48,23 @@ class TrainKernelsTest {
         fast.close();
     }
 
+    @Test
+    void deterministicExpIsWithinAFewUlpOfMathExp() {
+        float[] xs = new float[20001];
+        for (int i = 0; i < xs.length; i++) {
+            xs[i] = -87f + i * (175f / (xs.length - 1));
+        }
+        float[] vec = xs.clone();
+        TrainKernels<float[]> fast = TrainKernels.float32(1);
+        fast.expInPlace(vec, 0, vec.length, 1, 0);
+        for (int i = 0; i < xs.length; i++) {
+            double want = Math.exp(xs[i]);
+            float scalar = VectorFloatKernels.exp(xs[i]);
+            assertEquals(want, vec[i], 3 * Math.ulp((float) want), "vector exp(" + xs[i] + ")");
+            assertEquals(want, scalar, 3 * Math.ulp((float) want), "scalar exp(" + xs[i] + ")");
+        }
+    }
+
     private static float[] random(SplittableRandom rng, int n) {
         float[] f = new float[n];
         for (int i = 0; i < n; i++) {
