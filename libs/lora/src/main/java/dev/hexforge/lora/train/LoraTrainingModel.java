@@ -440,7 +440,7 @@ public final class LoraTrainingModel<A> {
                         }
                     }
                     A oh = k.alloc(n * d);
-                    k.matmulNN(p, vh, oh, n, n, d, false);
+                    k.matmulNNTriangular(p, vh, oh, n, d, true);
                     scatterAdd(oh, lc.attn, start, n, qs, hd * d, d);
                     lc.probs.set(job, p);
                 }
@@ -476,11 +476,11 @@ public final class LoraTrainingModel<A> {
                             k.softmaxBackwardRow(p, ds, row, i + 1, n, k.dot(dOh, i * d, oh, i * d, d), attnScale);
                         }
                         A grad = k.alloc(n * d);
-                        k.matmulNN(ds, kh, grad, n, n, d, false);
+                        k.matmulNNTriangular(ds, kh, grad, n, d, true);
                         scatterAdd(grad, dq, start, n, qs, hd * d, d);
-                        k.matmulNN(k.transpose(ds, n, n), qh, grad, n, n, d, false);
+                        k.matmulNNTriangular(k.transpose(ds, n, n), qh, grad, n, d, false);
                         scatterAdd(grad, dk, start, n, kvs, kvOff, d);
-                        k.matmulNN(k.transpose(p, n, n), dOh, grad, n, n, d, false);
+                        k.matmulNNTriangular(k.transpose(p, n, n), dOh, grad, n, d, false);
                         scatterAdd(grad, dv, start, n, kvs, kvOff, d);
                     }
                 }

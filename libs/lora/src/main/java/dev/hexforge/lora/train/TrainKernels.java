@@ -211,6 +211,15 @@ public abstract class TrainKernels<A> implements AutoCloseable {
         });
     }
 
+    /**
+     * {@code dx[n, in] = dy[n, n] · w[n, in]} for a triangular {@code dy} (lower: zero above the diagonal; else
+     * zero below it), as attention's causal products are. Implementations may skip the zero half; the result is
+     * the same as {@link #matmulNN}'s.
+     */
+    public void matmulNNTriangular(A dy, A w, A dx, int n, int in, boolean lower) {
+        matmulNN(dy, w, dx, n, n, in, false);
+    }
+
     /** {@code g[out, in] += dy[rows, out]ᵀ · x[rows, in]}: the gradient of a weight (small, single-threaded). */
     public void matmulTN(A dy, A x, A g, int rows, int out, int in) {
         for (int t = 0; t < rows; t++) {

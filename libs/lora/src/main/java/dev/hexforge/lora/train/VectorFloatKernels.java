@@ -326,10 +326,16 @@ final class VectorFloatKernels extends FloatKernels {
 
     @Override
     public void matmulNN(float[] dy, float[] w, float[] dx, int rows, int out, int in, boolean accumulate) {
-        forRows(rows, (long) in * out, (from, to) -> nnRows(dy, w, dx, from, to, out, in, accumulate));
+        forRows(rows, (long) in * out, (from, to) -> nnRows(dy, w, dx, from, to, out, in, accumulate, 0));
     }
 
-    private void nnRows(float[] dy, float[] w, float[] dx, int from, int to, int out, int in, boolean acc) {
+    @Override
+    public void matmulNNTriangular(float[] dy, float[] w, float[] dx, int n, int in, boolean lower) {
+        forRows(n, (long) in * n / 2, (from, to) -> nnRows(dy, w, dx, from, to, n, in, false, lower ? 1 : 2));
+    }
+
+    /** @param band 0: every o; 1: o below the tile's last row + 1 (lower triangular dy); 2: o from the tile's first row */
+    private void nnRows(float[] dy, float[] w, float[] dx, int from, int to, int out, int in, boolean acc, int band) {
         int bound2 = in / (2 * L) * (2 * L);
         int t = from;
         for (; t + 3 < to; t += 4) {
@@ -362,7 +368,9 @@ final class VectorFloatKernels extends FloatKernels {
                     c30 = c00;
                     c31 = c00;
                 }
-                for (int o = 0; o < out; o++) {
+                int oFrom = band == 2 ? t : 0;
+                int oTo = band == 1 ? Math.min(out, t + 4) : out;
+                for (int o = oFrom; o < oTo; o++) {
                     FloatVector w0 = FloatVector.fromArray(S, w, o * in + i);
                     FloatVector w1 = FloatVector.fromArray(S, w, o * in + i + L);
                     FloatVector b = FloatVector.broadcast(S, dy[d0 + o]);
@@ -394,6 +402,7 @@ final class VectorFloatKernels extends FloatKernels {
         for (; t < to; t++) {
             nnColumns(dy, w, dx, t, out, in, 0, acc);
         }
+        // the single-row paths above run over every o: the skipped entries of a triangular dy are zeros
     }
 
     /** Columns [from, in) of one row of {@code dy·w}. */

@@ -4,6 +4,7 @@ import org.junit.jupiter.api.Test;
 
 import java.util.SplittableRandom;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -44,6 +45,31 @@ class TrainKernelsTest {
             fast.matmulTN(dy, x, g1, rows, out, in);
             plain.matmulTN(dy, x, g2, rows, out, in);
             close(g2, g1, rows, "TN " + rows + "x" + out + "x" + in);
+        }
+        fast.close();
+    }
+
+    @Test
+    void triangularProductsEqualTheFullProduct() {
+        TrainKernels<float[]> fast = TrainKernels.float32(2);
+        SplittableRandom rng = new SplittableRandom(5);
+        for (int n : new int[]{1, 5, 17, 64, 130}) {
+            for (boolean lower : new boolean[]{true, false}) {
+                float[] dy = random(rng, n * n);
+                for (int i = 0; i < n; i++) {
+                    for (int j = 0; j < n; j++) {
+                        if (lower ? j > i : j < i) {
+                            dy[i * n + j] = 0f;
+                        }
+                    }
+                }
+                float[] w = random(rng, n * 32);
+                float[] full = new float[n * 32];
+                float[] tri = new float[n * 32];
+                fast.matmulNN(dy, w, full, n, n, 32, false);
+                fast.matmulNNTriangular(dy, w, tri, n, 32, lower);
+                assertArrayEquals(full, tri, "n " + n + (lower ? " lower" : " upper"));
+            }
         }
         fast.close();
     }
