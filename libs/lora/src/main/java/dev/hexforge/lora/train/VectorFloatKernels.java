@@ -30,8 +30,9 @@ final class VectorFloatKernels extends FloatKernels {
         FloatVector p = r.mul(1.9875691500E-4f).add(1.3981999507E-3f).mul(r).add(8.3334519073E-3f).mul(r)
                 .add(4.1665795894E-2f).mul(r).add(1.6666665459E-1f).mul(r).add(5.0000001201E-1f);
         FloatVector e = p.mul(r.mul(r)).add(r).add(1f);
-        FloatVector scale = n.convert(VectorOperators.F2I, 0).reinterpretAsInts().add(127)
-                .lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats();
+        // 2^n: n + 127 + 2^23 holds n + 127 in its low mantissa bits; shifting by 23 makes them the exponent
+        FloatVector scale = n.add(127f + 8388608f).viewAsIntegralLanes().lanewise(VectorOperators.LSHL, 23)
+                .viewAsFloatingLanes().reinterpretAsFloats();
         return e.mul(scale);
     }
 
@@ -43,7 +44,7 @@ final class VectorFloatKernels extends FloatKernels {
         float p = ((((1.9875691500E-4f * r + 1.3981999507E-3f) * r + 8.3334519073E-3f) * r + 4.1665795894E-2f) * r
                 + 1.6666665459E-1f) * r + 5.0000001201E-1f;
         float e = p * (r * r) + r + 1f;
-        return e * Float.intBitsToFloat(((int) n + 127) << 23);
+        return e * Float.intBitsToFloat(Float.floatToRawIntBits(n + (127f + 8388608f)) << 23);
     }
 
     VectorFloatKernels(int threads) {
