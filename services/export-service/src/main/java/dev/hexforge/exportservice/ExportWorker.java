@@ -5,6 +5,7 @@ import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.onnx.export.DecoderExporter;
+import dev.hexforge.onnx.export.ExportException;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.export.ExportOptions;
 import dev.hexforge.onnx.export.LinearFormat;
@@ -71,6 +72,9 @@ class ExportWorker extends StageWorker {
 
     @Override
     protected StageEvents.StageError triage(Exception e) {
-        return ErrorTriage.of(e);
+        if (e instanceof ExportException) {
+            return new StageEvents.StageError("EXPORT_FAILED", message(e), "see the message; the export left nothing behind");
+        }
+        return super.triage(e);
     }
 }

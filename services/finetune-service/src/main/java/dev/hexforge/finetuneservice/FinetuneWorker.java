@@ -2,7 +2,6 @@ package dev.hexforge.finetuneservice;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.hexforge.checkpoint.Checkpoint;
-import dev.hexforge.checkpoint.CheckpointException;
 import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.Stage;
@@ -24,7 +23,6 @@ import dev.hexforge.stage.Attempt;
 import dev.hexforge.stage.StageWorker;
 import dev.hexforge.store.ArtifactStore;
 import dev.hexforge.tokenizer.Tokenizer;
-import dev.hexforge.tokenizer.TokenizerException;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.core.KafkaTemplate;
@@ -149,23 +147,15 @@ class FinetuneWorker extends StageWorker {
 
     @Override
     protected StageEvents.StageError triage(Exception e) {
-        String msg = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
         if (e instanceof DatasetException) {
-            return new StageEvents.StageError("DATA_INVALID", msg, "fix the training data (the message names the line) "
-                    + "and resume the job");
+            return new StageEvents.StageError("DATA_INVALID", message(e), "fix the training data (the message names the "
+                    + "line) and resume the job");
         }
         if (e instanceof TrainingException || e instanceof LoraException) {
-            return new StageEvents.StageError("TRAINING_FAILED", msg, "change the finetune settings (a lower "
+            return new StageEvents.StageError("TRAINING_FAILED", message(e), "change the finetune settings (a lower "
                     + "learningRate if it diverged) and resume; training continues from the last checkpoint when the "
                     + "settings are unchanged");
         }
-        if (e instanceof CheckpointException || e instanceof TokenizerException) {
-            return new StageEvents.StageError("MODEL_INVALID", msg, "check the model folder: config.json, weights and "
-                    + "tokenizer.json");
-        }
-        if (e instanceof IllegalArgumentException) {
-            return new StageEvents.StageError("BAD_REQUEST", msg, "fix the job spec and resume the job");
-        }
-        return new StageEvents.StageError("INTERNAL", msg, "resume the job; report it if it persists");
+        return super.triage(e);
     }
 }

@@ -1,7 +1,6 @@
 package dev.hexforge.finetuneservice;
 
 import dev.hexforge.checkpoint.Checkpoint;
-import dev.hexforge.checkpoint.CheckpointException;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.lora.LoraAdapter;
@@ -55,17 +54,10 @@ class MergeWorker extends StageWorker {
 
     @Override
     protected StageEvents.StageError triage(Exception e) {
-        String msg = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
         if (e instanceof LoraException) {
-            return new StageEvents.StageError("ADAPTER_INVALID", msg, "the adapter does not fit the base model; rerun "
-                    + "finetune on this model");
+            return new StageEvents.StageError("ADAPTER_INVALID", message(e), "the adapter does not fit the base model; "
+                    + "rerun finetune on this model");
         }
-        if (e instanceof CheckpointException) {
-            return new StageEvents.StageError("MODEL_INVALID", msg, "check config.json and the weights of the model folder");
-        }
-        if (e instanceof IllegalArgumentException) {
-            return new StageEvents.StageError("BAD_REQUEST", msg, "fix the job spec and resume the job");
-        }
-        return new StageEvents.StageError("INTERNAL", msg, "resume the job; report it if it persists");
+        return super.triage(e);
     }
 }

@@ -72,9 +72,11 @@ class QuantizeWorker extends StageWorker {
 
     @Override
     protected StageEvents.StageError triage(Exception e) {
-        String code = e instanceof QuantizationException ? "QUANTIZE_INVALID" : "INTERNAL";
-        return new StageEvents.StageError(code, String.valueOf(e.getMessage()),
-                "fix the quantize settings or the model and resume the job");
+        if (e instanceof QuantizationException) {
+            return new StageEvents.StageError("QUANTIZE_INVALID", message(e),
+                    "fix the quantize settings or the model and resume the job");
+        }
+        return super.triage(e);
     }
 
     private QuantizeOptions options(JobSpec.Quantize q) {

@@ -1,11 +1,14 @@
 package dev.hexforge.stage;
 
+import dev.hexforge.checkpoint.CheckpointException;
 import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.contracts.Topics;
 import dev.hexforge.io.Folders;
+import dev.hexforge.safetensors.SafetensorsException;
 import dev.hexforge.store.ArtifactStore;
+import dev.hexforge.tokenizer.TokenizerException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.kafka.core.KafkaTemplate;
@@ -23,7 +26,7 @@ import java.util.concurrent.TimeUnit;
  * What every stage service does around its pass: read the request, re-emit the stored result of an attempt that
  * already finished (a redelivery), report progress, give the pass a scratch folder and its input model, store the
  * result before announcing it, and turn failures into a failed event with a code and a hint. A subclass names its
- * stage, runs its pass in {@link #run} and maps its exceptions in {@link #triage}; its {@code @KafkaListener}
+ * stage, runs its pass in {@link #run} and may map its own exceptions in {@link #triage}; its {@code @KafkaListener}
  * calls {@link #handle}.
  */
 public abstract class StageWorker {
@@ -46,8 +49,27 @@ public abstract class StageWorker {
     /** The pass: returns the completed event (build it with {@link Attempt#completed}) or throws. */
     protected abstract StageEvents.Completed run(Attempt attempt) throws Exception;
 
-    /** Code, message and hint for an exception of the pass. */
-    protected abstract StageEvents.StageError triage(Exception e);
+    /**
+     * Code, message and hint for an exception of the pass. This handles what every stage meets (a broken model
+     * folder, corrupt weights, a bad request); services add their own exceptions and fall back to this.
+     */
+    protected StageEvents.StageError triage(Exception e) {
+        String msg = message(e);
+        if (e instanceof CheckpointException || e instanceof TokenizerException) {
+            return new StageEvents.StageError("MODEL_INVALID", msg, "check config.json, the weights and tokenizer.json of the model folder");
+        }
+        if (e instanceof SafetensorsException) {
+            return new StageEvents.StageError("WEIGHTS_CORRUPT", msg, "re-upload or re-download the model's safetensors files");
+        }
+        if (e instanceof IllegalArgumentException) {
+            return new StageEvents.StageError("BAD_REQUEST", msg, "fix the job spec and resume the job");
+        }
+        return new StageEvents.StageError("INTERNAL", msg, "resume the job; report it if it persists");
+    }
+
+    protected static String message(Exception e) {
+        return e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+    }
 
     /** The first progress message of an attempt. */
     protected String startMessage(StageEvents.StageRequest request) {

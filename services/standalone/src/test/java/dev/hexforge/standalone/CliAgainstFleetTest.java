@@ -117,6 +117,19 @@ class CliAgainstFleetTest {
     }
 
     @Test
+    void badTrainingDataFailsTheFinetuneStageNamingTheLine() throws Exception {
+        Path data = home.resolve("broken.jsonl");
+        Files.writeString(data, "{\"instruction\": \"a\", \"output\": \"b\"}\n{\"instruction\": \"a\"}\n");
+        Path spec = home.resolve("broken.yaml");
+        Files.writeString(spec, "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [finetune]\nfinetune:\n  data: " + data + "\n");
+        Run r = cli("submit", spec.toString(), "--watch", "--json");
+        JsonNode job = new ObjectMapper().readTree(r.out());
+        assertEquals("failed", job.path("state").asText(), r.out());
+        assertEquals("DATA_INVALID", job.path("error").path("code").asText(), r.out());
+        assertTrue(job.path("error").path("message").asText().contains("line 2: missing field 'output'"), r.out());
+    }
+
+    @Test
     void aBadSpecListsEveryProblem() throws Exception {
         Path spec = home.resolve("bad.json");
         Files.writeString(spec, "{\"model\": {\"path\": \"/m\"}, \"quantize\": {\"bits\": 1}, \"colour\": \"red\"}");
