@@ -60,8 +60,7 @@ public class FloatKernels extends TrainKernels<float[]> {
     }
 
     @Override
-    public float[] transpose(float[] m, int rows, int cols) {
-        float[] out = new float[rows * cols];
+    public void transposeInto(float[] m, int rows, int cols, float[] out) {
         for (int i0 = 0; i0 < rows; i0 += 16) {
             for (int j0 = 0; j0 < cols; j0 += 16) {
                 for (int i = i0; i < Math.min(rows, i0 + 16); i++) {
@@ -71,7 +70,6 @@ public class FloatKernels extends TrainKernels<float[]> {
                 }
             }
         }
-        return out;
     }
 
     @Override

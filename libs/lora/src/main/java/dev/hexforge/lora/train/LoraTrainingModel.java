@@ -395,12 +395,19 @@ public final class LoraTrainingModel<A> {
         }
 
         /** Rows [start, start+n) of one head (columns [col, col+d)) of a [T, width] tensor, as a dense [n, d]. */
-        A gather(A x, int start, int n, int width, int col, int d) {
-            A out = k.alloc(n * d);
+        A gather(A x, int start, int n, int width, int col, int d, A out) {
             for (int i = 0; i < n; i++) {
                 k.copy(x, (start + i) * width + col, out, i * d, d);
             }
             return out;
+        }
+
+        int longestSequence() {
+            int m = 0;
+            for (int n : seqLen) {
+                m = Math.max(m, n);
+            }
+            return m;
         }
 
         /** Adds a dense [n, d] block back into one head of a [T, width] tensor. */
@@ -418,16 +425,21 @@ public final class LoraTrainingModel<A> {
             int kvs = c.kvSize();
             int group = c.groupSize();
             lc.probs = new java.util.ArrayList<>(java.util.Collections.nCopies(seqLen.length * heads, null));
+            int longest = longestSequence();
             k.forRows(seqLen.length * heads, (long) 64 * d * 64, (from, to) -> {
+                A qh = k.alloc(longest * d); // scratch for the jobs of this worker
+                A kh = k.alloc(longest * d);
+                A vh = k.alloc(longest * d);
+                A oh = k.alloc(longest * d);
                 for (int job = from; job < to; job++) {
                     int s = job / heads;
                     int hd = job % heads;
                     int n = seqLen[s];
                     int start = seqStart[s];
                     int kvOff = (hd / group) * d;
-                    A qh = gather(lc.q, start, n, qs, hd * d, d);
-                    A kh = gather(lc.kk, start, n, kvs, kvOff, d);
-                    A vh = gather(lc.v, start, n, kvs, kvOff, d);
+                    gather(lc.q, start, n, qs, hd * d, d, qh);
+                    gather(lc.kk, start, n, kvs, kvOff, d, kh);
+                    gather(lc.v, start, n, kvs, kvOff, d, vh);
                     A p = k.alloc(n * n);
                     k.matmulNT(qh, kh, p, n, d, n, false);
                     for (int i = 0; i < n; i++) {
@@ -439,7 +451,6 @@ public final class LoraTrainingModel<A> {
                             k.set(p, row + j, 0);
                         }
                     }
-                    A oh = k.alloc(n * d);
                     k.matmulNNTriangular(p, vh, oh, n, d, true);
                     scatterAdd(oh, lc.attn, start, n, qs, hd * d, d);
                     lc.probs.set(job, p);
@@ -457,30 +468,38 @@ public final class LoraTrainingModel<A> {
             int qs = c.qSize();
             int kvs = c.kvSize();
             int group = c.groupSize();
+            int longest = longestSequence();
             k.forRows(seqLen.length, (long) heads * 64 * d * 64, (from, to) -> {
+                A dOh = k.alloc(longest * d); // scratch for the sequences of this worker
+                A oh = k.alloc(longest * d);
+                A qh = k.alloc(longest * d);
+                A kh = k.alloc(longest * d);
+                A vh = k.alloc(longest * d);
+                A grad = k.alloc(longest * d);
+                A ds = k.alloc(longest * longest);
+                A transposed = k.alloc(longest * longest);
                 for (int s = from; s < to; s++) {
                     int n = seqLen[s];
                     int start = seqStart[s];
                     for (int hd = 0; hd < heads; hd++) {
                         int kvOff = (hd / group) * d;
                         A p = lc.probs.get(s * heads + hd);
-                        A dOh = gather(dAttn, start, n, qs, hd * d, d);
-                        A oh = gather(lc.attn, start, n, qs, hd * d, d);
-                        A qh = gather(lc.q, start, n, qs, hd * d, d);
-                        A kh = gather(lc.kk, start, n, kvs, kvOff, d);
-                        A vh = gather(lc.v, start, n, kvs, kvOff, d);
-                        A ds = k.alloc(n * n);
+                        gather(dAttn, start, n, qs, hd * d, d, dOh);
+                        gather(lc.attn, start, n, qs, hd * d, d, oh);
+                        gather(lc.q, start, n, qs, hd * d, d, qh);
+                        gather(lc.kk, start, n, kvs, kvOff, d, kh);
+                        gather(lc.v, start, n, kvs, kvOff, d, vh);
                         k.matmulNT(dOh, vh, ds, n, d, n, false);
                         for (int i = 0; i < n; i++) {
-                            int row = i * n;
-                            k.softmaxBackwardRow(p, ds, row, i + 1, n, k.dot(dOh, i * d, oh, i * d, d), attnScale);
+                            k.softmaxBackwardRow(p, ds, i * n, i + 1, n, k.dot(dOh, i * d, oh, i * d, d), attnScale);
                         }
-                        A grad = k.alloc(n * d);
                         k.matmulNNTriangular(ds, kh, grad, n, d, true);
                         scatterAdd(grad, dq, start, n, qs, hd * d, d);
-                        k.matmulNNTriangular(k.transpose(ds, n, n), qh, grad, n, d, false);
+                        k.transposeInto(ds, n, n, transposed);
+                        k.matmulNNTriangular(transposed, qh, grad, n, d, false);
                         scatterAdd(grad, dk, start, n, kvs, kvOff, d);
-                        k.matmulNNTriangular(k.transpose(p, n, n), dOh, grad, n, d, false);
+                        k.transposeInto(p, n, n, transposed);
+                        k.matmulNNTriangular(transposed, dOh, grad, n, d, false);
                         scatterAdd(grad, dv, start, n, kvs, kvOff, d);
                     }
                 }

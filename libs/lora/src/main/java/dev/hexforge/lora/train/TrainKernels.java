@@ -82,12 +82,17 @@ public abstract class TrainKernels<A> implements AutoCloseable {
     /** The [rows, cols] matrix transposed into a new [cols, rows] one. */
     public A transpose(A m, int rows, int cols) {
         A out = alloc(rows * cols);
+        transposeInto(m, rows, cols, out);
+        return out;
+    }
+
+    /** The [rows, cols] matrix transposed into the first rows·cols values of {@code out}. */
+    public void transposeInto(A m, int rows, int cols, A out) {
         for (int i = 0; i < rows; i++) {
             for (int j = 0; j < cols; j++) {
                 set(out, j * rows + i, get(m, i * cols + j));
             }
         }
-        return out;
     }
 
     /** {@code out[i] = a[i] · b[i]} over n values. */
