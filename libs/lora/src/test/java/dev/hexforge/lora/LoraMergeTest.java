@@ -115,6 +115,46 @@ class LoraMergeTest {
     }
 
     @Test
+    void anRsLoraAdapterOnASubsetOfTargetsReadsScalesAndMergesLikeItsUnmergedForward() throws Exception {
+        try (Checkpoint base = Checkpoint.open(Fixtures.qwen2Tiny())) {
+            LoraConfig cfg = new LoraConfig(4, 8, 0, List.of("v_proj", "q_proj"), true, "qwen2-tiny");
+            var k = dev.hexforge.lora.train.TrainKernels.float64();
+            var params = dev.hexforge.lora.train.LoraParams.init(k, base.config(), cfg, 3);
+            java.util.SplittableRandom rng = new java.util.SplittableRandom(4);
+            for (var m : params.modules()) {
+                for (int i = 0; i < m.b.length; i++) {
+                    m.b[i] = rng.nextGaussian() * 0.1;
+                }
+            }
+            Path dir = tmp.resolve("rslora");
+            params.toAdapter().write(dir);
+            LoraAdapter read = LoraAdapter.read(dir, base.config());
+            assertEquals(4.0f, read.config().scale(), "rsLoRA: alpha / sqrt(r) = 8 / 2");
+            assertEquals(2 * base.config().numLayers(), read.deltas().size());
+            assertTrue(read.deltas().keySet().stream().allMatch(n -> n.contains("q_proj") || n.contains("v_proj")));
+            Path merged = tmp.resolve("rslora-merged");
+            LoraMerge.merge(base, read, merged);
+            int[] ids = {1, 50, 300, 7, 1999, 12};
+            float[][] a = new DecoderForward(read.applyTo(DecoderWeights.load(base))).logits(ids);
+            float[][] b;
+            try (Checkpoint m = Checkpoint.open(merged)) {
+                b = new DecoderForward(DecoderWeights.load(m)).logits(ids);
+            }
+            float max = 0;
+            float moved = 0;
+            float[][] plain = new DecoderForward(DecoderWeights.load(base)).logits(ids);
+            for (int t = 0; t < ids.length; t++) {
+                for (int i = 0; i < a[t].length; i++) {
+                    max = Math.max(max, Math.abs(a[t][i] - b[t][i]));
+                    moved = Math.max(moved, Math.abs(a[t][i] - plain[t][i]));
+                }
+            }
+            assertTrue(max <= 1e-5f, "unmerged vs merged " + max);
+            assertTrue(moved > 1e-2f, "the adapter changes the logits (" + moved + "), so the comparison means something");
+        }
+    }
+
+    @Test
     void anAdapterWhoseShapesDoNotFitIsRefused() throws Exception {
         String name = LoraAdapter.tensorName(1, dev.hexforge.checkpoint.TensorNames.Linear.K, 'B');
         String m = refused(adapterVariant(c -> { }, Map.of(name, new long[]{128, 8})));
