@@ -17,6 +17,7 @@ import org.springframework.web.bind.annotation.RequestAttribute;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
+import org.springframework.web.servlet.mvc.method.annotation.SseEmitter;
 
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -29,8 +30,10 @@ import java.util.UUID;
 class JobController {
     private final JobService jobs;
     private final JobRepository repo;
+    private final JobEventHub hub;
 
-    JobController(JobService jobs, JobRepository repo) {
+    JobController(JobService jobs, JobRepository repo, JobEventHub hub) {
+        this.hub = hub;
         this.jobs = jobs;
         this.repo = repo;
     }
@@ -59,6 +62,22 @@ class JobController {
     @GetMapping("/{id}")
     Map<String, Object> get(@PathVariable UUID id, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) {
         return view(jobs.get(id, tenant), true);
+    }
+
+    /**
+     * Server-sent events of the job: first a {@code job} event with its current view, then each stage event as it
+     * arrives (see {@link JobEventHub}); the stream ends with the job.
+     */
+    @GetMapping(value = "/{id}/events", produces = "text/event-stream")
+    SseEmitter events(@PathVariable UUID id, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) throws java.io.IOException {
+        jobs.get(id, tenant); // 404 for another tenant's job before anything is opened
+        SseEmitter e = hub.open(id);
+        JobEntity j = jobs.get(id, tenant); // read after opening, so no event falls between the view and the stream
+        e.send(SseEmitter.event().name("job").data(view(j, false)));
+        if (j.state != JobEntity.State.RUNNING) {
+            e.complete();
+        }
+        return e;
     }
 
     @PostMapping("/{id}/cancel")

@@ -82,20 +82,23 @@ public class JobService {
         outbox.save(m);
     }
 
-    /** Applies a stage service's event; events of attempts that are no longer current are ignored. */
+    /**
+     * Applies a stage service's event and returns the job's state after it; events of attempts that are no longer
+     * current are ignored (null).
+     */
     @Transactional
-    public void apply(StageEvents.Event e) {
+    public JobEntity.State apply(StageEvents.Event e) {
         Optional<AttemptEntity> found = attempts.findById(UUID.fromString(e.attemptId()));
         Optional<JobEntity> job = jobs.findById(UUID.fromString(e.jobId()));
         if (found.isEmpty() || job.isEmpty()) {
             LOG.warn("event for unknown attempt {} of job {} ignored", e.attemptId(), e.jobId());
-            return;
+            return null;
         }
         AttemptEntity a = found.get();
         JobEntity j = job.get();
         if (!a.id.equals(j.currentAttempt) || j.state != JobEntity.State.RUNNING) {
             LOG.info("event {} for superseded attempt {} of job {} ignored", e.getClass().getSimpleName(), a.id, j.id);
-            return;
+            return null;
         }
         Instant now = Instant.now();
         a.updatedAt = now;
@@ -142,6 +145,7 @@ public class JobService {
             j.errorHint = f.error().hint();
             LOG.info("job {} failed at {}: {}", j.id, f.stage().id(), f.error().message());
         }
+        return j.state;
     }
 
     @Transactional

@@ -4,6 +4,9 @@ import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.contracts.Topics;
 import org.slf4j.Logger;
+
+import java.util.Map;
+import java.util.UUID;
 import org.slf4j.LoggerFactory;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.stereotype.Component;
@@ -13,9 +16,11 @@ import org.springframework.stereotype.Component;
 class StageEventListener {
     private static final Logger LOG = LoggerFactory.getLogger(StageEventListener.class);
     private final JobService jobs;
+    private final JobEventHub hub;
 
-    StageEventListener(JobService jobs) {
+    StageEventListener(JobService jobs, JobEventHub hub) {
         this.jobs = jobs;
+        this.hub = hub;
     }
 
     @KafkaListener(topics = Topics.STAGE_EVENTS, groupId = "hexforge-gateway")
@@ -27,6 +32,12 @@ class StageEventListener {
             LOG.warn("unreadable stage event dropped: {}", ex.getMessage());
             return;
         }
-        jobs.apply(e);
+        JobEntity.State state = jobs.apply(e); // committed when it returns
+        if (state != null) {
+            UUID job = UUID.fromString(e.jobId());
+            String name = e instanceof StageEvents.Progress ? "progress" : e instanceof StageEvents.Completed ? "completed" : "failed";
+            hub.publish(job, name, ContractsJson.write(e), false);
+            hub.publish(job, "job", Map.of("id", e.jobId(), "state", state.name().toLowerCase()), state != JobEntity.State.RUNNING);
+        }
     }
 }

@@ -137,6 +137,35 @@ class FleetIntegrationTest {
     }
 
     @Test
+    void jobEventsStreamAsServerSentEventsUntilTheJobEnds() throws Exception {
+        String spec = "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [quantize, export]\n"
+                + "quantize:\n  method: rtn\n  bits: 8\n  group: 0\nexport:\n  variant: dynamic\n";
+        Reply created = call("POST", base, spec, "application/yaml", "acme");
+        assertEquals(201, created.status(), String.valueOf(created.body()));
+        String id = created.body().path("id").asText();
+        HttpRequest req = HttpRequest.newBuilder(URI.create(base + "/" + id + "/events")).timeout(Duration.ofSeconds(120))
+                .header("Authorization", "Bearer " + TOKENS.get("acme")).header("Accept", "text/event-stream").build();
+        HttpResponse<java.util.stream.Stream<String>> r = HTTP.send(req, HttpResponse.BodyHandlers.ofLines());
+        assertEquals(200, r.statusCode());
+        List<String> lines = r.body().filter(l -> l.startsWith("event:") || l.startsWith("data:")).toList(); // ends with the job
+        List<String> names = lines.stream().filter(l -> l.startsWith("event:")).map(l -> l.substring(6).strip()).toList();
+        assertEquals("job", names.get(0), "a snapshot first: " + names);
+        assertTrue(names.contains("progress") && names.contains("completed"), "live stage events: " + names);
+        assertEquals("job", names.get(names.size() - 1), names.toString());
+        JsonNode last = JSON.readTree(lines.get(lines.size() - 1).substring(5).strip());
+        assertEquals("completed", last.path("state").asText(), last.toString());
+        assertEquals(2, lines.stream().filter(l -> l.contains("\"type\":\"completed\"")).count(),
+                "one completed event per stage: " + lines);
+
+        HttpResponse<String> other = HTTP.send(HttpRequest.newBuilder(URI.create(base + "/" + id + "/events"))
+                .header("Authorization", "Bearer " + TOKENS.get("someone-else")).build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(404, other.statusCode(), "another tenant's job has no stream");
+        HttpResponse<java.util.stream.Stream<String>> ended = HTTP.send(req, HttpResponse.BodyHandlers.ofLines());
+        List<String> after = ended.body().filter(l -> l.startsWith("event:")).toList();
+        assertEquals(List.of("event:job"), after, "a finished job's stream is its snapshot, then it ends");
+    }
+
+    @Test
     void everySpecProblemComesBackAs400WithItsPath() throws Exception {
         Reply r = call("POST", base, "{\"model\": {}, \"quantize\": {\"bits\": 99}, \"extra\": 1}", "application/json", "acme");
         assertEquals(400, r.status());
