@@ -1,9 +1,16 @@
 package dev.hexforge.cli;
 
 import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.DecodeSession;
 import dev.hexforge.io.Folders;
+import dev.hexforge.lora.LoraConfig;
+import dev.hexforge.lora.train.AdamW;
+import dev.hexforge.lora.train.LoraParams;
+import dev.hexforge.lora.train.LoraTrainingModel;
+import dev.hexforge.lora.train.TrainKernels;
+import dev.hexforge.lora.train.TrainingExample;
 import dev.hexforge.onnx.export.DecoderExporter;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.export.ExportOptions;
@@ -12,6 +19,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryPoolMXBean;
 import java.lang.management.MemoryType;
@@ -19,6 +27,9 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
 import java.util.stream.IntStream;
@@ -228,7 +239,7 @@ final class BenchCommand implements Runnable {
         @Option(names = "--threads", split = ",", description = "thread counts to try (default 1,2)")
         int[] threads = {1, 2};
         @Option(names = "--targets", split = ",", description = "default q_proj,k_proj,v_proj,o_proj")
-        java.util.List<String> targets = java.util.List.of("q_proj", "k_proj", "v_proj", "o_proj");
+        List<String> targets = List.of("q_proj", "k_proj", "v_proj", "o_proj");
         @Option(names = "--dropout", description = "LoRA dropout (default ${DEFAULT-VALUE})")
         double dropout = 0.05;
 
@@ -240,33 +251,33 @@ final class BenchCommand implements Runnable {
                     try {
                         return Files.size(p);
                     } catch (IOException e) {
-                        throw new java.io.UncheckedIOException(e);
+                        throw new UncheckedIOException(e);
                     }
                 }).sum();
             }
             System.gc();
             resetPeaks();
-            dev.hexforge.forward.DecoderWeights base;
+            DecoderWeights base;
             try (Checkpoint ckpt = Checkpoint.open(model)) {
-                base = dev.hexforge.forward.DecoderWeights.load(ckpt);
+                base = DecoderWeights.load(ckpt);
             }
             var cfg = base.config();
             SplittableRandom rng = new SplittableRandom(0);
-            java.util.List<dev.hexforge.lora.train.TrainingExample> data = new java.util.ArrayList<>();
+            List<TrainingExample> data = new ArrayList<>();
             for (int i = 0; i < batch; i++) {
                 int[] ids = rng.ints(seq + 1, 0, cfg.vocabSize()).toArray();
                 boolean[] target = new boolean[seq + 1];
-                java.util.Arrays.fill(target, 1, seq + 1, true);
-                data.add(new dev.hexforge.lora.train.TrainingExample(ids, target));
+                Arrays.fill(target, 1, seq + 1, true);
+                data.add(new TrainingExample(ids, target));
             }
-            var lora = new dev.hexforge.lora.LoraConfig(8, 16, dropout, targets, false, null);
+            var lora = new LoraConfig(8, 16, dropout, targets, false, null);
             System.out.printf("model %s: %d layers, hidden %d, vocab %d; checkpoint %.1f MB; LoRA r 8 on %s; batch %d x %d tokens%n",
                     model.getFileName(), cfg.numLayers(), cfg.hiddenSize(), cfg.vocabSize(), fileBytes / 1e6, targets, batch, seq);
             for (int t : threads) {
-                try (var k = dev.hexforge.lora.train.TrainKernels.float32(t)) {
-                    var params = dev.hexforge.lora.train.LoraParams.init(k, cfg, lora, 0);
-                    var m = new dev.hexforge.lora.train.LoraTrainingModel<>(k, base, params);
-                    var adam = new dev.hexforge.lora.train.AdamW<>(k, params, 0);
+                try (var k = TrainKernels.float32(t)) {
+                    var params = LoraParams.init(k, cfg, lora, 0);
+                    var m = new LoraTrainingModel<>(k, base, params);
+                    var adam = new AdamW<>(k, params, 0);
                     int targetsPerStep = batch * seq;
                     double loss = 0;
                     long t0 = 0;

@@ -77,13 +77,7 @@ final class JobCommands {
                 System.out.println(json ? job.toString() : id);
                 return 0;
             }
-            JsonNode done = follow(client, id, json);
-            if (json) {
-                System.out.println(done.toString());
-            } else {
-                printOutcome(done);
-            }
-            return exitCode(done);
+            return followAndReport(client, id, json);
         }
     }
 
@@ -96,15 +90,19 @@ final class JobCommands {
 
         @Override
         public Integer call() throws InterruptedException {
-            GatewayClient client = GatewayClient.fromEnvironment();
-            JsonNode done = follow(client, id, json);
-            if (json) {
-                System.out.println(done.toString());
-            } else {
-                printOutcome(done);
-            }
-            return exitCode(done);
+            return followAndReport(GatewayClient.fromEnvironment(), id, json);
         }
+    }
+
+    /** Follows the job to its end, prints it (JSON or a summary) and returns the exit code for its state. */
+    static int followAndReport(GatewayClient client, String id, boolean json) throws InterruptedException {
+        JsonNode done = follow(client, id, json);
+        if (json) {
+            System.out.println(done.toString());
+        } else {
+            printOutcome(done);
+        }
+        return exitCode(done);
     }
 
     @Command(name = "job", mixinStandardHelpOptions = true, description = "Show a job, or with --cancel / --resume act on it.")

@@ -18,6 +18,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 @Component
 class JobEventHub {
     static final Duration TIMEOUT = Duration.ofMinutes(30);
+    private static final CopyOnWriteArrayList<SseEmitter> EMPTY = new CopyOnWriteArrayList<>();
     private final Map<UUID, CopyOnWriteArrayList<SseEmitter>> streams = new ConcurrentHashMap<>();
 
     SseEmitter open(UUID job) {
@@ -32,7 +33,7 @@ class JobEventHub {
 
     /** Sends to every stream of the job; a stream that cannot take it is dropped. Ends them when {@code last}. */
     void publish(UUID job, String name, Object data, boolean last) {
-        for (SseEmitter e : streams.getOrDefault(job, new CopyOnWriteArrayList<>())) {
+        for (SseEmitter e : streams.getOrDefault(job, EMPTY)) {
             try {
                 e.send(SseEmitter.event().name(name).data(data));
                 if (last) {

@@ -101,12 +101,15 @@ public final class LoraTrainer {
             long tokens = 0;
             long pausedNanos = 0;
             int lastGood = startStep;
+            int[] order = null;
             for (int step = startStep; step < totalSteps; step++) {
                 if (Thread.currentThread().isInterrupted()) {
                     throw new TrainingException("training was cancelled at step " + step);
                 }
                 int epoch = step / stepsPerEpoch;
-                int[] order = permutation(train.size(), new SplittableRandom(options.seed() + 1_000_003L * (epoch + 1)));
+                if (order == null || step % stepsPerEpoch == 0) {
+                    order = permutation(train.size(), new SplittableRandom(options.seed() + 1_000_003L * (epoch + 1)));
+                }
                 int from = (step % stepsPerEpoch) * perStep;
                 int to = Math.min(train.size(), from + perStep);
                 int targets = 0;

@@ -358,19 +358,13 @@ public final class LoraTrainingModel<A> {
         }
 
         /** {@code dx += ∂norm/∂x · dy} for y = w ⊙ x · r, r = (mean(x²) + eps)^-½. */
-        void rmsNormBackward(A dy, A x, A w, A rstd, A dx, int h, int[] rows) {
-            for (int row : rows) {
+        /** {@code dx += ∂norm/∂x · dy} for rows [0, rows). */
+        void rmsNormBackward(A dy, A x, A w, A rstd, A dx, int h, int rows) {
+            for (int row = 0; row < rows; row++) {
                 k.rmsNormBackwardRow(dy, x, row * h, w, k.get(rstd, row), dx, h);
             }
         }
 
-        int[] allRows() {
-            int[] rows = new int[t];
-            for (int i = 0; i < t; i++) {
-                rows[i] = i;
-            }
-            return rows;
-        }
 
         void rope(A x, int heads, boolean inverse) {
             int d = c.headDim();
@@ -552,11 +546,7 @@ public final class LoraTrainingModel<A> {
                     A dNormed = k.alloc(n * h);
                     k.matmulNN(logits, lmHead, dNormed, n, vocab, h, false);
                     A dx = k.alloc(n * h);
-                    int[] rows = new int[n];
-                    for (int i = 0; i < n; i++) {
-                        rows[i] = i;
-                    }
-                    rmsNormBackward(dNormed, xs, finalNorm, rstd, dx, h, rows);
+                    rmsNormBackward(dNormed, xs, finalNorm, rstd, dx, h, n);
                     for (int i = 0; i < n; i++) {
                         k.axpy(1, dx, i * h, dFinal, lossRows[from + i] * h, h);
                     }
@@ -576,7 +566,6 @@ public final class LoraTrainingModel<A> {
             int qs = c.qSize();
             int kvs = c.kvSize();
             int inter = c.intermediateSize();
-            int[] rows = allRows();
             A dx = dFinal;
             for (int l = layers.length - 1; l >= 0; l--) {
                 FrozenLayer<A> f = layers[l];
@@ -592,7 +581,7 @@ public final class LoraTrainingModel<A> {
                 linearBackward(l, Linear.GATE, dGate, h, inter, dN2, lc);
                 linearBackward(l, Linear.UP, dUp, h, inter, dN2, lc);
                 A dMid = k.copy(dx);
-                rmsNormBackward(dN2, lc.xMid, f.postNorm, lc.rstd2, dMid, h, rows);
+                rmsNormBackward(dN2, lc.xMid, f.postNorm, lc.rstd2, dMid, h, t);
                 // attention: xMid = xIn + o_proj(attn(q, k, v))
                 A dAttn = k.alloc(t * qs);
                 linearBackward(l, Linear.O, dMid, qs, h, dAttn, lc);
@@ -607,7 +596,7 @@ public final class LoraTrainingModel<A> {
                 linearBackward(l, Linear.K, dk, h, kvs, dN1, lc);
                 linearBackward(l, Linear.V, dv, h, kvs, dN1, lc);
                 A dIn = dMid;
-                rmsNormBackward(dN1, lc.xIn, f.inputNorm, lc.rstd1, dIn, h, rows);
+                rmsNormBackward(dN1, lc.xIn, f.inputNorm, lc.rstd1, dIn, h, t);
                 dx = dIn;
                 caches.set(l, null);
             }

@@ -7,7 +7,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.io.Folders;
 import dev.hexforge.lora.LoraAdapter;
-import dev.hexforge.lora.LoraException;
 import dev.hexforge.safetensors.DType;
 import dev.hexforge.safetensors.SafetensorsFile;
 import dev.hexforge.safetensors.SafetensorsWriter;
@@ -109,9 +108,6 @@ public final class TrainingCheckpoint {
             }
             return Optional.of(new Loaded(dir, state, adapter, m, v));
         } catch (IOException | RuntimeException e) {
-            if (e instanceof LoraException || e instanceof TrainingException) {
-                throw new TrainingException("checkpoint " + dir + " is unreadable: " + e.getMessage(), e);
-            }
             throw new TrainingException("checkpoint " + dir + " is unreadable (" + e.getMessage()
                     + "); delete it to resume from the one before", e);
         }
