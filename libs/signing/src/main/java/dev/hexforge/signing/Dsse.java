@@ -39,6 +39,18 @@ final class Dsse {
 
     /** Signs the statement and writes the bundle to {@code file} (complete or not at all). */
     static void write(Path file, byte[] statement, PrivateKey key, String what) {
+        byte[] bundle = bundle(statement, key, what);
+        try {
+            Path tmp = file.resolveSibling(file.getFileName() + ".partial");
+            Files.write(tmp, bundle);
+            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException e) {
+            throw new SigningException("writing " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Signs the statement; returns the bundle's bytes. */
+    static byte[] bundle(byte[] statement, PrivateKey key, String what) {
         byte[] sig;
         try {
             Signature s = Signature.getInstance(Keys.signatureAlgorithm(key));
@@ -57,13 +69,7 @@ final class Dsse {
         env.put("payload", Base64.getEncoder().encodeToString(statement));
         env.put("payloadType", PAYLOAD_TYPE);
         env.putArray("signatures").addObject().put("sig", Base64.getEncoder().encodeToString(sig)).put("keyid", "");
-        try {
-            Path tmp = file.resolveSibling(file.getFileName() + ".partial");
-            Files.writeString(tmp, bundle.toPrettyString());
-            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-        } catch (IOException e) {
-            throw new SigningException("writing " + file + ": " + e.getMessage(), e);
-        }
+        return bundle.toPrettyString().getBytes(StandardCharsets.UTF_8);
     }
 
     /**

@@ -18,6 +18,7 @@ import java.security.spec.ECPublicKeySpec;
 import java.security.spec.PKCS8EncodedKeySpec;
 import java.security.spec.X509EncodedKeySpec;
 import java.util.Base64;
+import java.util.List;
 import java.util.HexFormat;
 
 /**
@@ -80,6 +81,41 @@ public final class Keys {
             return k;
         } catch (GeneralSecurityException e) {
             throw new SigningException(pem + ": not a PKCS#8 EC private key (" + e.getMessage() + ")", e);
+        }
+    }
+
+    /**
+     * The EC private key of a PKCS#12 keystore: the entry {@code alias}, or its only key entry when alias is null.
+     */
+    public static PrivateKey readKeystore(Path p12, char[] password, String alias) {
+        try (java.io.InputStream in = Files.newInputStream(p12)) {
+            java.security.KeyStore ks = java.security.KeyStore.getInstance("PKCS12");
+            ks.load(in, password);
+            String name = alias;
+            if (name == null) {
+                List<String> keys = java.util.Collections.list(ks.aliases()).stream().filter(a -> {
+                    try {
+                        return ks.isKeyEntry(a);
+                    } catch (GeneralSecurityException e) {
+                        return false;
+                    }
+                }).toList();
+                if (keys.size() != 1) {
+                    throw new SigningException(p12 + ": holds " + keys.size() + " key entries " + keys + "; name one with an alias");
+                }
+                name = keys.get(0);
+            }
+            java.security.Key k = ks.getKey(name, password);
+            if (!(k instanceof PrivateKey pk)) {
+                throw new SigningException(p12 + ": no private key under alias '" + name + "'");
+            }
+            signatureAlgorithm(pk);
+            return pk;
+        } catch (IOException e) {
+            throw new SigningException("cannot read keystore " + p12 + ": " + e.getMessage()
+                    + (e.getCause() instanceof java.security.UnrecoverableKeyException ? " (wrong password?)" : ""), e);
+        } catch (GeneralSecurityException e) {
+            throw new SigningException("cannot read keystore " + p12 + ": " + e.getMessage(), e);
         }
     }
 

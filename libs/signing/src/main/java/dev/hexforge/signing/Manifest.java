@@ -15,7 +15,7 @@ public record Manifest(List<Entry> files) {
     }
 
     public Manifest {
-        files = List.copyOf(files);
+        files = files.stream().sorted(java.util.Comparator.comparing(Entry::name)).toList();
     }
 
     public String rootDigest() {

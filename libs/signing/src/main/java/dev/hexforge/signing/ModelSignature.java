@@ -45,6 +45,16 @@ public final class ModelSignature {
         Dsse.write(signature, payload, key, "the model");
     }
 
+    /**
+     * The bundle {@link #sign} would write for a folder with these files, from digests already known (a
+     * content-addressed store, whose object names are the digests): nothing is read or re-hashed. The ignore list is
+     * the default one with {@code model.sig} inside the folder.
+     */
+    public static byte[] signManifest(String subject, Manifest files, PrivateKey key) {
+        List<String> ignores = FolderHasher.ignoreList(DEFAULT_SIGNATURE, List.of());
+        return Dsse.bundle(statement(subject, files, ignores), key, "the model");
+    }
+
     static byte[] statement(String subject, Manifest m, List<String> ignores) {
         ObjectNode st = JSON.createObjectNode();
         st.put("_type", STATEMENT_TYPE);

@@ -205,4 +205,35 @@ class ModelSignatureTest {
         SigningException e = assertThrows(SigningException.class, () -> Keys.readPrivate(sec1));
         assertTrue(e.getMessage().contains("openssl pkcs8"), e.getMessage());
     }
+
+    @Test
+    void aBundleSignedFromKnownDigestsVerifiesLikeOneSignedFromTheFiles() throws Exception {
+        Manifest known = FolderHasher.hash(model, FolderHasher.ignoreList(ModelSignature.DEFAULT_SIGNATURE, List.of()));
+        List<Manifest.Entry> shuffled = new ArrayList<>(known.files());
+        java.util.Collections.reverse(shuffled);
+        Files.write(model.resolve("model.sig"), ModelSignature.signManifest("my-model", new Manifest(shuffled), keys.getPrivate()));
+        ModelSignature.Verified v = ModelSignature.verify(model, keys.getPublic(), model.resolve("model.sig"), List.of());
+        assertEquals(known.rootDigest(), v.rootDigest());
+        Files.writeString(model.resolve("config.json"), "{\"a\": 2}");
+        assertTrue(refused(model, List.of()).contains("config.json"));
+    }
+
+    @Test
+    void aKeyIsReadFromAPkcs12Keystore() throws Exception {
+        Path p12 = tmp.resolve("keys.p12");
+        Process keytool = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "keytool").toString(),
+                "-genkeypair", "-keyalg", "EC", "-groupname", "secp256r1", "-alias", "hexforge", "-dname", "CN=hexforge",
+                "-storetype", "PKCS12", "-keystore", p12.toString(), "-storepass", "changeit", "-validity", "1")
+                .redirectErrorStream(true).start();
+        String out = new String(keytool.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(0, keytool.waitFor(), out);
+        java.security.PrivateKey k = Keys.readKeystore(p12, "changeit".toCharArray(), null);
+        assertEquals(k, Keys.readKeystore(p12, "changeit".toCharArray(), "hexforge"));
+        ModelSignature.sign(model, k, model.resolve("model.sig"), List.of());
+        ModelSignature.verify(model, Keys.publicOf(k), model.resolve("model.sig"), List.of());
+        SigningException wrong = assertThrows(SigningException.class, () -> Keys.readKeystore(p12, "nope".toCharArray(), null));
+        assertTrue(wrong.getMessage().contains("keys.p12"), wrong.getMessage());
+        SigningException alias = assertThrows(SigningException.class, () -> Keys.readKeystore(p12, "changeit".toCharArray(), "other"));
+        assertTrue(alias.getMessage().contains("'other'"), alias.getMessage());
+    }
 }
