@@ -14,16 +14,28 @@ public final class StageEvents {
     private StageEvents() {
     }
 
-    /** A stored, content-addressed artifact. */
+    /**
+     * A stored, content-addressed artifact: {@code sha256} names the stored folder's manifest; {@code id} is the
+     * catalogue id of this output of this attempt ({@link #artifactId}).
+     */
     public record ArtifactRef(String id, String kind, String sha256, long size, String key) {
+    }
+
+    /** The catalogue id of an attempt's output: the same on every replica and every redelivery. */
+    public static String artifactId(String attemptId, String sha256) {
+        return java.util.UUID.nameUUIDFromBytes((attemptId + "/" + sha256).getBytes(java.nio.charset.StandardCharsets.UTF_8)).toString();
     }
 
     /** A typed failure a user can act on. */
     public record StageError(String code, String message, String hint) {
     }
 
-    /** Asks a stage service to run one attempt of a stage. */
-    public record StageRequest(int schemaVersion, String jobId, String attemptId, Stage stage, JobSpec spec,
+    /**
+     * Asks a stage service to run one attempt of a stage.
+     *
+     * @param tenant who owns the job; its outputs are catalogued for that tenant only
+     */
+    public record StageRequest(int schemaVersion, String jobId, String attemptId, String tenant, Stage stage, JobSpec spec,
                                List<ArtifactRef> inputs, Instant requestedAt) {
     }
 
@@ -50,7 +62,8 @@ public final class StageEvents {
                            String message, Map<String, Double> metrics) implements Event {
     }
 
-    public record Completed(int schemaVersion, String jobId, String attemptId, Stage stage, Instant at,
+    /** @param tenant the job's owner, from the request, so the artifact catalogue can scope the outputs */
+    public record Completed(int schemaVersion, String jobId, String attemptId, String tenant, Stage stage, Instant at,
                             List<ArtifactRef> outputs, Map<String, Object> report) implements Event {
     }
 

@@ -30,6 +30,7 @@ public final class ArtifactStore {
     public static final String BUCKET = "hexforge-artifacts";
     private static final ObjectMapper JSON = new ObjectMapper();
     private final MinioClient client;
+    private final MinioClient presigner;
 
     /** One file of a stored folder. */
     public record Entry(String path, String sha256, long size) {
@@ -40,7 +41,16 @@ public final class ArtifactStore {
     }
 
     public ArtifactStore(String endpoint, String accessKey, String secretKey) {
+        this(endpoint, endpoint, accessKey, secretKey);
+    }
+
+    /**
+     * @param publicEndpoint the address clients outside the fleet reach the storage at; presigned URLs name it
+     */
+    public ArtifactStore(String endpoint, String publicEndpoint, String accessKey, String secretKey) {
         this.client = MinioClient.builder().endpoint(endpoint).credentials(accessKey, secretKey).build();
+        // a fixed region: presigning then needs no round trip to the server
+        this.presigner = MinioClient.builder().endpoint(publicEndpoint).region("us-east-1").credentials(accessKey, secretKey).build();
         try {
             if (!client.bucketExists(BucketExistsArgs.builder().bucket(BUCKET).build())) {
                 client.makeBucket(MakeBucketArgs.builder().bucket(BUCKET).build());
@@ -81,14 +91,29 @@ public final class ArtifactStore {
         }
     }
 
+    /** The files of a stored folder, as listed by its manifest. */
+    public List<Entry> manifest(String manifestSha) {
+        try (InputStream in = client.getObject(GetObjectArgs.builder().bucket(BUCKET).object(key(manifestSha)).build())) {
+            return List.of(JSON.readValue(in.readAllBytes(), Entry[].class));
+        } catch (Exception e) {
+            throw new StoreException("reading the manifest of folder " + manifestSha + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** A URL that lets anyone holding it GET the object (Range requests included) until it expires. */
+    public String presignedGet(String key, java.time.Duration ttl) {
+        try {
+            return presigner.getPresignedObjectUrl(io.minio.GetPresignedObjectUrlArgs.builder().method(io.minio.http.Method.GET)
+                    .bucket(BUCKET).object(key).expiry((int) Math.max(1, ttl.toSeconds())).build());
+        } catch (Exception e) {
+            throw new StoreException("presigning " + key + ": " + e.getMessage(), e);
+        }
+    }
+
     /** Downloads a stored folder into {@code dir}, checking every file's digest. */
     public List<Entry> getFolder(String manifestSha, Path dir) {
         try {
-            byte[] manifest;
-            try (InputStream in = client.getObject(GetObjectArgs.builder().bucket(BUCKET).object(key(manifestSha)).build())) {
-                manifest = in.readAllBytes();
-            }
-            List<Entry> entries = List.of(JSON.readValue(manifest, Entry[].class));
+            List<Entry> entries = manifest(manifestSha);
             for (Entry e : entries) {
                 Path target = dir.resolve(e.path()).normalize();
                 if (!target.startsWith(dir.normalize())) {
@@ -127,9 +152,17 @@ public final class ArtifactStore {
     /** Small JSON documents (attempt results) under a key of the caller's choosing. */
     public void putJson(String key, Object value) {
         try {
-            byte[] b = JSON.writeValueAsBytes(value);
+            putBytes(key, JSON.writeValueAsBytes(value), "application/json");
+        } catch (java.io.IOException e) {
+            throw new StoreException("storing " + key + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** A small object under a key of the caller's choosing. */
+    public void putBytes(String key, byte[] b, String contentType) {
+        try {
             client.putObject(PutObjectArgs.builder().bucket(BUCKET).object(key).stream(new ByteArrayInputStream(b), b.length, -1)
-                    .contentType("application/json").build());
+                    .contentType(contentType).build());
         } catch (Exception e) {
             throw new StoreException("storing " + key + ": " + e.getMessage(), e);
         }

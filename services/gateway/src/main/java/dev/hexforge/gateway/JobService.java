@@ -77,7 +77,7 @@ public class JobService {
         m.topic = Topics.requests(stage);
         m.messageKey = j.id.toString();
         m.payload = ContractsJson.write(new StageEvents.StageRequest(StageEvents.SCHEMA_VERSION, j.id.toString(), a.id.toString(),
-                stage, spec, inputs, now));
+                j.tenant, stage, spec, inputs, now));
         m.createdAt = now;
         outbox.save(m);
     }

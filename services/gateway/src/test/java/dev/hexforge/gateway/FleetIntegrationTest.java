@@ -2,7 +2,11 @@ package dev.hexforge.gateway;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.hexforge.artifactservice.ArtifactServiceApplication;
 import dev.hexforge.exportservice.ExportServiceApplication;
+import dev.hexforge.signing.Keys;
+import dev.hexforge.signing.ModelSignature;
+import dev.hexforge.signing.Provenance;
 import dev.hexforge.infra.EmbeddedInfra;
 import dev.hexforge.quantizeservice.QuantizeServiceApplication;
 import dev.hexforge.store.ArtifactStore;
@@ -25,6 +29,7 @@ import java.time.Duration;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The fleet for real: embedded Kafka, PostgreSQL and S3, the gateway and the export service, talking over REST and Kafka. */
@@ -36,6 +41,7 @@ class FleetIntegrationTest {
     static EmbeddedInfra infra;
     static ConfigurableApplicationContext exportService;
     static ConfigurableApplicationContext quantizeService;
+    static ConfigurableApplicationContext artifactService;
     static ConfigurableApplicationContext gateway;
     static String base;
     static final java.util.Map<String, String> TOKENS = new java.util.HashMap<>();
@@ -54,9 +60,16 @@ class FleetIntegrationTest {
                 "--hexforge.s3.secret-key=s3-secret", "--hexforge.work-dir=" + home.resolve("work"));
         quantizeService = QuantizeServiceApplication.start(kafka, "--hexforge.s3.endpoint=" + infra.s3().endpoint(),
                 "--hexforge.s3.secret-key=s3-secret", "--hexforge.work-dir=" + home.resolve("work-q"));
-        gateway = new SpringApplicationBuilder(GatewayApplication.class).run(kafka, "--server.port=0", "--hexforge.stages=quantize,export",
-                "--spring.datasource.url=" + infra.postgres().jdbcUrl(), "--spring.datasource.username=" + infra.postgres().user(),
-                "--spring.datasource.password=" + infra.postgres().password());
+        String db = "--spring.datasource.url=" + infra.postgres().jdbcUrl();
+        String dbUser = "--spring.datasource.username=" + infra.postgres().user();
+        String dbPassword = "--spring.datasource.password=" + infra.postgres().password();
+        artifactService = ArtifactServiceApplication.start(kafka, "--server.port=0", db, dbUser, dbPassword,
+                "--hexforge.s3.endpoint=" + infra.s3().endpoint(), "--hexforge.s3.secret-key=s3-secret",
+                "--hexforge.work-dir=" + home.resolve("work-a"), "--hexforge.signing.key=" + home.resolve("signing-key.pem"),
+                "--hexforge.signing.generate=true", "--hexforge.internal-token=internal-secret", "--hexforge.download-url-ttl=3s");
+        gateway = new SpringApplicationBuilder(GatewayApplication.class).run(kafka, "--server.port=0", "--hexforge.stages=quantize,export,sign",
+                db, dbUser, dbPassword, "--hexforge.internal-token=internal-secret", "--hexforge.artifact-service.url=http://127.0.0.1:"
+                        + artifactService.getEnvironment().getProperty("local.server.port"));
         base = "http://127.0.0.1:" + gateway.getEnvironment().getProperty("local.server.port") + "/api/v1/jobs";
         TokenService tokens = gateway.getBean(TokenService.class);
         TOKENS.put("acme", tokens.create("acme", "test"));
@@ -70,6 +83,9 @@ class FleetIntegrationTest {
         }
         if (exportService != null) {
             exportService.close();
+        }
+        if (artifactService != null) {
+            artifactService.close();
         }
         if (quantizeService != null) {
             quantizeService.close();
@@ -224,5 +240,88 @@ class FleetIntegrationTest {
         assertTrue(bad.body().path("error").asText().contains("invalid"), bad.body().toString());
         assertEquals(401, call("POST", base, "{}", "application/json", null).status());
         assertEquals(200, call("GET", base.replace("/jobs", "/health"), null, null, null).status());
+    }
+
+    @Test
+    void everyOutputIsCataloguedSignedAndDownloadableAndTheSignStageAddsProvenance() throws Exception {
+        String spec = "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [export, sign]\nexport:\n  variant: static\n  seq: 32\n  ctx: 64\n";
+        String id = call("POST", base, spec, "application/yaml", "acme").body().path("id").asText();
+        JsonNode job = awaitState(id, "acme", "completed", "failed");
+        assertEquals("completed", job.path("state").asText(), job.toString());
+        String api = base.replace("/jobs", "");
+        JsonNode list = awaitArtifacts(api + "/artifacts?job=" + id, 2);
+        JsonNode signed = job.path("stages").get(1).path("outputs").get(0);
+        JsonNode detail = call("GET", api + "/artifacts/" + signed.path("id").asText(), null, null, "acme").body();
+        assertEquals("sign", detail.path("stage").asText(), detail.toString());
+        assertTrue(detail.path("signature").path("provenance").asBoolean(), detail.toString());
+        assertEquals(job.path("stages").get(1).path("report").path("rootDigest").asText(), detail.path("signature").path("rootDigest").asText());
+
+        Path out = home.resolve("downloaded-" + id);
+        List<String> paths = new java.util.ArrayList<>();
+        detail.path("files").forEach(f -> paths.add(f.path("path").asText()));
+        paths.add("model.sig");
+        for (String p : paths) {
+            HttpResponse<String> redirect = HTTP.send(HttpRequest.newBuilder(URI.create(api + "/artifacts/" + detail.path("id").asText()
+                    + "/download?path=" + java.net.URLEncoder.encode(p, java.nio.charset.StandardCharsets.UTF_8)))
+                    .header("Authorization", "Bearer " + TOKENS.get("acme")).build(), HttpResponse.BodyHandlers.ofString());
+            assertEquals(302, redirect.statusCode(), redirect.body());
+            Path target = out.resolve(p);
+            Files.createDirectories(target.getParent());
+            HttpResponse<Path> got = HTTP.send(HttpRequest.newBuilder(URI.create(redirect.headers().firstValue("Location").orElseThrow())).build(),
+                    HttpResponse.BodyHandlers.ofFile(target));
+            assertEquals(200, got.statusCode(), p);
+        }
+        JsonNode keys = call("GET", api + "/keys", null, null, "acme").body().path("keys");
+        Path pub = home.resolve("fleet-key.pub.pem");
+        Files.writeString(pub, keys.get(0).path("pem").asText());
+        assertEquals(detail.path("signature").path("keyHint").asText(), keys.get(0).path("hint").asText());
+        ModelSignature.Verified v = ModelSignature.verify(out, Keys.readPublic(pub), out.resolve("model.sig"), List.of());
+        assertEquals(detail.path("signature").path("rootDigest").asText(), v.rootDigest());
+        JsonNode provenance = Provenance.verify(out, Keys.readPublic(pub));
+        assertTrue(provenance.toString().contains("export/onnx-static"), "the provenance names the export: " + provenance);
+        Files.writeString(out.resolve("export.json"), "{}");
+        assertThrows(dev.hexforge.signing.VerificationException.class,
+                () -> ModelSignature.verify(out, Keys.readPublic(pub), out.resolve("model.sig"), List.of()));
+
+        String artifact = api + "/artifacts/" + detail.path("id").asText();
+        assertEquals(404, call("GET", artifact, null, null, "someone-else").status(), "another tenant's artifact does not exist");
+        assertEquals(404, call("GET", artifact + "/download?path=model.sig", null, null, "someone-else").status());
+        assertEquals(0, call("GET", api + "/artifacts", null, null, "someone-else").body().path("total").asInt());
+        Reply noPath = call("GET", artifact + "/download", null, null, "acme");
+        assertEquals(400, noPath.status());
+        assertTrue(noPath.body().path("error").asText().contains("?path="), noPath.body().toString());
+        Reply noFile = call("GET", artifact + "/download?path=nope.bin", null, null, "acme");
+        assertEquals(404, noFile.status());
+        assertTrue(noFile.body().path("error").asText().contains("nope.bin"), noFile.body().toString());
+        assertEquals(2, list.path("total").asInt(), list.toString());
+    }
+
+    @Test
+    void aPresignedUrlStopsWorkingWhenItExpires() throws Exception {
+        String spec = "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [sign]\nsign:\n  provenance: false\n";
+        String id = call("POST", base, spec, "application/yaml", "acme").body().path("id").asText();
+        JsonNode job = awaitState(id, "acme", "completed", "failed");
+        assertEquals("completed", job.path("state").asText(), job.toString());
+        String artifact = base.replace("/jobs", "/artifacts/") + job.path("stages").get(0).path("outputs").get(0).path("id").asText();
+        HttpResponse<String> redirect = HTTP.send(HttpRequest.newBuilder(URI.create(artifact + "/download?path=config.json"))
+                .header("Authorization", "Bearer " + TOKENS.get("acme")).build(), HttpResponse.BodyHandlers.ofString());
+        URI url = URI.create(redirect.headers().firstValue("Location").orElseThrow());
+        assertEquals(200, HTTP.send(HttpRequest.newBuilder(url).build(), HttpResponse.BodyHandlers.discarding()).statusCode());
+        Thread.sleep(4500); // the test fleet's URLs live 3 s
+        int expired = HTTP.send(HttpRequest.newBuilder(url).build(), HttpResponse.BodyHandlers.discarding()).statusCode();
+        assertEquals(403, expired, "an expired URL is refused by the storage");
+    }
+
+    static JsonNode awaitArtifacts(String url, int n) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        JsonNode list = null;
+        while (System.nanoTime() < deadline) {
+            list = call("GET", url, null, null, "acme").body();
+            if (list.path("total").asInt() >= n) {
+                return list;
+            }
+            Thread.sleep(100);
+        }
+        throw new AssertionError("expected " + n + " artifacts at " + url + ": " + list);
     }
 }

@@ -189,12 +189,13 @@ public abstract class StageWorker {
         @Override
         public StageEvents.ArtifactRef storeOutput(Path folder, String kind) {
             ArtifactStore.StoredFolder stored = store.putFolder(folder);
-            return new StageEvents.ArtifactRef(stored.sha256(), kind, stored.sha256(), stored.size(), stored.key());
+            return new StageEvents.ArtifactRef(StageEvents.artifactId(req.attemptId(), stored.sha256()), kind, stored.sha256(),
+                    stored.size(), stored.key());
         }
 
         @Override
         public StageEvents.Completed completed(List<StageEvents.ArtifactRef> outputs, Map<String, Object> report) {
-            return new StageEvents.Completed(StageEvents.SCHEMA_VERSION, req.jobId(), req.attemptId(), stage, Instant.now(),
+            return new StageEvents.Completed(StageEvents.SCHEMA_VERSION, req.jobId(), req.attemptId(), req.tenant(), stage, Instant.now(),
                     outputs, report);
         }
     }

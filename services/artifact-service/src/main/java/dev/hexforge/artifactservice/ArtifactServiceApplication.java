@@ -1,0 +1,27 @@
+package dev.hexforge.artifactservice;
+
+import dev.hexforge.stage.StageServiceConfig;
+import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.annotation.Import;
+
+/**
+ * Owns the artifact catalogue: registers every stage output (from the stage events), signs it, runs the sign stage
+ * (provenance) and hands out short-lived presigned download URLs to the gateway.
+ */
+@SpringBootApplication
+@Import(StageServiceConfig.class)
+public class ArtifactServiceApplication {
+
+    public static void main(String[] args) {
+        start(args);
+    }
+
+    /** Starts the service with its own configuration file (artifact-service.properties), so it can share a JVM. */
+    public static ConfigurableApplicationContext start(String... args) {
+        return new SpringApplicationBuilder(ArtifactServiceApplication.class)
+                .properties("spring.config.name=artifact-service")
+                .run(args);
+    }
+}

@@ -1,0 +1,45 @@
+package dev.hexforge.artifactservice;
+
+import jakarta.servlet.FilterChain;
+import jakarta.servlet.ServletException;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.stereotype.Component;
+import org.springframework.web.filter.OncePerRequestFilter;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+
+/**
+ * The internal API answers the gateway only: every call must carry the shared secret in {@code X-Hexforge-Internal}.
+ * Tenancy is the gateway's to establish; this service trusts the tenant it is given.
+ */
+@Component
+class InternalTokenFilter extends OncePerRequestFilter {
+    static final String HEADER = "X-Hexforge-Internal";
+    private final byte[] token;
+
+    InternalTokenFilter(@Value("${hexforge.internal-token:}") String token) {
+        this.token = token.getBytes(StandardCharsets.UTF_8);
+    }
+
+    @Override
+    protected boolean shouldNotFilter(HttpServletRequest request) {
+        return !request.getRequestURI().startsWith("/internal/");
+    }
+
+    @Override
+    protected void doFilterInternal(HttpServletRequest request, HttpServletResponse response, FilterChain chain)
+            throws ServletException, IOException {
+        String given = request.getHeader(HEADER);
+        if (token.length == 0 || given == null || !MessageDigest.isEqual(token, given.getBytes(StandardCharsets.UTF_8))) {
+            response.setStatus(HttpServletResponse.SC_UNAUTHORIZED);
+            response.setContentType("application/json");
+            response.getWriter().write("{\"error\":\"internal API: missing or wrong " + HEADER + " secret\"}");
+            return;
+        }
+        chain.doFilter(request, response);
+    }
+}

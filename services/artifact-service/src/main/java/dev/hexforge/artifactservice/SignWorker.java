@@ -1,0 +1,117 @@
+package dev.hexforge.artifactservice;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.hexforge.contracts.ContractsJson;
+import dev.hexforge.contracts.Stage;
+import dev.hexforge.contracts.StageEvents;
+import dev.hexforge.signing.Provenance;
+import dev.hexforge.signing.SigningException;
+import dev.hexforge.stage.Attempt;
+import dev.hexforge.stage.StageWorker;
+import dev.hexforge.store.ArtifactStore;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.kafka.annotation.KafkaListener;
+import org.springframework.kafka.core.KafkaTemplate;
+import org.springframework.stereotype.Component;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+/**
+ * The sign stage: adds a signed provenance record (job spec, digests of every artifact the job made before, tool
+ * versions, times) to the previous stage's output, stores the result and catalogues it, which signs it whole. With
+ * {@code sign.provenance: false} the output is the input itself, catalogued (and so signed) for this stage.
+ */
+@Component
+class SignWorker extends StageWorker {
+    private final Catalogue catalogue;
+    private final ArtifactRepository artifacts;
+    private final SigningKeys keys;
+
+    SignWorker(KafkaTemplate<String, String> kafka, ArtifactStore store, @Value("${hexforge.work-dir}") Path work,
+               Catalogue catalogue, ArtifactRepository artifacts, SigningKeys keys) {
+        super(Stage.SIGN, kafka, store, work, Duration.ofSeconds(5));
+        this.catalogue = catalogue;
+        this.artifacts = artifacts;
+        this.keys = keys;
+    }
+
+    @KafkaListener(topics = "hexforge.stage.sign.requests.v1", groupId = "hexforge-artifact-service-sign")
+    void onRequest(String payload) {
+        handle(payload);
+    }
+
+    @Override
+    protected StageEvents.Completed run(Attempt a) throws IOException {
+        StageEvents.StageRequest req = a.request();
+        StageEvents.ArtifactRef out;
+        if (!a.spec().sign().provenance() && !req.inputs().isEmpty()) {
+            StageEvents.ArtifactRef in = req.inputs().get(0);
+            out = new StageEvents.ArtifactRef(StageEvents.artifactId(req.attemptId(), in.sha256()), in.kind(), in.sha256(),
+                    in.size(), in.key());
+        } else {
+            Path folder = a.dir().resolve("signed");
+            copy(a.model(), folder);
+            if (a.spec().sign().provenance()) {
+                Provenance.sign(folder, keys.signing(), facts(req));
+            }
+            out = a.storeOutput(folder, req.inputs().isEmpty() ? "hf-model" : req.inputs().get(0).kind());
+        }
+        ArtifactEntity row = catalogue.register(req.tenant(), req.jobId(), req.attemptId(), Stage.SIGN.id(), out);
+        Map<String, Object> report = new LinkedHashMap<>();
+        report.put("rootDigest", row.rootDigest);
+        report.put("keyHint", row.keyHint);
+        report.put("provenance", row.provenance);
+        report.put("files", row.fileCount);
+        return a.completed(List.of(out), report);
+    }
+
+    /** What the provenance states: the spec, every earlier artifact of the job by its OMS root digest, versions, times. */
+    private Provenance.Facts facts(StageEvents.StageRequest req) {
+        List<ArtifactEntity> earlier = artifacts.findByJobIdOrderByCreatedAtAsc(UUID.fromString(req.jobId()));
+        Map<String, String> materials = new LinkedHashMap<>();
+        for (ArtifactEntity e : earlier) {
+            materials.put(e.stage + "/" + e.kind, e.rootDigest);
+        }
+        Map<String, String> versions = new LinkedHashMap<>();
+        String v = SignWorker.class.getPackage().getImplementationVersion();
+        versions.put("hexforge", v == null ? "development" : v);
+        versions.put("java", System.getProperty("java.version"));
+        JsonNode spec = ContractsJson.MAPPER.valueToTree(req.spec());
+        Instant started = earlier.isEmpty() ? req.requestedAt() : earlier.get(0).createdAt;
+        return new Provenance.Facts(spec, materials, versions, req.jobId(), started, Instant.now());
+    }
+
+    private static void copy(Path from, Path to) {
+        try (var s = Files.walk(from)) {
+            for (Path p : s.toList()) {
+                Path t = to.resolve(from.relativize(p).toString());
+                if (Files.isDirectory(p)) {
+                    Files.createDirectories(t);
+                } else if (Files.isRegularFile(p)) {
+                    Files.copy(p, t);
+                } else {
+                    throw new IllegalArgumentException("'" + from.relativize(p) + "' in the model folder is not a regular file");
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("copying " + from + ": " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    protected StageEvents.StageError triage(Exception e) {
+        if (e instanceof SigningException) {
+            return new StageEvents.StageError("SIGNING_FAILED", message(e), "check the artifact service's signing key configuration");
+        }
+        return super.triage(e);
+    }
+}
