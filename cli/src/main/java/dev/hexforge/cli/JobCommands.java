@@ -1,5 +1,7 @@
 package dev.hexforge.cli;
 
+import dev.hexforge.client.GatewayClient;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -52,7 +54,8 @@ final class JobCommands {
         }
         for (JsonNode s : job.path("stages")) {
             for (JsonNode o : s.path("outputs")) {
-                System.out.println("  " + s.path("stage").asText() + " -> " + o.path("kind").asText() + " " + o.path("sha256").asText());
+                System.out.println("  " + s.path("stage").asText() + " -> " + o.path("kind").asText() + ": hexforge download "
+                        + o.path("id").asText() + " --out DIR");
             }
         }
     }

@@ -63,13 +63,24 @@ public final class Keys {
     }
 
     public static PublicKey readPublic(Path pem) {
-        byte[] der = readPem(pem, "PUBLIC KEY");
+        String text;
+        try {
+            text = Files.readString(pem, StandardCharsets.US_ASCII);
+        } catch (IOException e) {
+            throw new SigningException("cannot read key " + pem + ": " + e.getMessage(), e);
+        }
+        return parsePublic(text, pem.toString());
+    }
+
+    /** A public key from PEM text; {@code source} names it in messages. */
+    public static PublicKey parsePublic(String pemText, String source) {
+        byte[] der = pemBody(pemText, "PUBLIC KEY", source);
         try {
             PublicKey k = KeyFactory.getInstance("EC").generatePublic(new X509EncodedKeySpec(der));
             signatureAlgorithm(k);
             return k;
         } catch (GeneralSecurityException e) {
-            throw new SigningException(pem + ": not an EC public key (" + e.getMessage() + ")", e);
+            throw new SigningException(source + ": not an EC public key (" + e.getMessage() + ")", e);
         }
     }
 
@@ -139,6 +150,10 @@ public final class Keys {
         } catch (IOException e) {
             throw new SigningException("cannot read key " + pem + ": " + e.getMessage(), e);
         }
+        return pemBody(text, type, pem.toString());
+    }
+
+    private static byte[] pemBody(String text, String type, String pem) {
         String begin = "-----BEGIN " + type + "-----";
         String end = "-----END " + type + "-----";
         int b = text.indexOf(begin);

@@ -324,4 +324,56 @@ class FleetIntegrationTest {
         }
         throw new AssertionError("expected " + n + " artifacts at " + url + ": " + list);
     }
+
+    @Test
+    void aDownloadResumesRenewsAnExpiredUrlChecksEveryDigestAndTheSignatureThenMovesIntoPlace() throws Exception {
+        String spec = "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [export, sign]\nexport:\n  variant: dynamic\n";
+        String id = call("POST", base, spec, "application/yaml", "acme").body().path("id").asText();
+        JsonNode job = awaitState(id, "acme", "completed", "failed");
+        assertEquals("completed", job.path("state").asText(), job.toString());
+        String artifact = job.path("stages").get(1).path("outputs").get(0).path("id").asText();
+        awaitArtifacts(base.replace("/jobs", "/artifacts?job=") + id, 2);
+        dev.hexforge.client.GatewayClient client = new dev.hexforge.client.GatewayClient(base.replace("/api/v1/jobs", ""), TOKENS.get("acme"));
+        dev.hexforge.client.ArtifactDownloader downloader = new dev.hexforge.client.ArtifactDownloader(client);
+
+        Path first = home.resolve("dl-first-" + id);
+        dev.hexforge.client.ArtifactDownloader.Result whole = downloader.download(artifact, first, null, (p, d, n) -> { });
+        assertTrue(whole.provenance());
+        assertEquals(0, whole.resumedBytes());
+
+        // an earlier run that was cut off: half of the weights arrived, and a damaged half of the tokenizer
+        Path second = home.resolve("dl-second-" + id);
+        Path partial = dev.hexforge.client.ArtifactDownloader.staging(second);
+        byte[] weights = Files.readAllBytes(first.resolve("onnx/model.onnx_data"));
+        Files.createDirectories(partial.resolve("onnx"));
+        Files.write(partial.resolve("onnx/model.onnx_data"), java.util.Arrays.copyOf(weights, weights.length / 2));
+        Files.write(partial.resolve("tokenizer.json"), new byte[1000]);
+        boolean[] slept = new boolean[1];
+        dev.hexforge.client.ArtifactDownloader.Result resumed = downloader.download(artifact, second, null, (p, d, n) -> {
+            if (!slept[0]) {
+                slept[0] = true;
+                try {
+                    Thread.sleep(4500); // longer than the test fleet's 3 s URLs: the first URL expires unused
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        assertEquals(whole.rootDigest(), resumed.rootDigest());
+        assertTrue(resumed.resumedBytes() >= weights.length / 2, "resumed " + resumed.resumedBytes());
+        assertTrue(resumed.urlRenewals() >= 1, "an expired URL is renewed");
+        assertTrue(Files.notExists(partial), "the staging folder became the download");
+        assertEquals(java.util.Arrays.hashCode(weights), java.util.Arrays.hashCode(Files.readAllBytes(second.resolve("onnx/model.onnx_data"))));
+
+        Path third = home.resolve("dl-third-" + id);
+        java.security.PublicKey stranger = Keys.generate().getPublic();
+        assertThrows(dev.hexforge.signing.VerificationException.class, () -> downloader.download(artifact, third, stranger, (p, d, n) -> { }));
+        assertTrue(Files.notExists(third), "nothing is put in place unverified");
+        assertThrows(dev.hexforge.client.ArtifactDownloader.DownloadException.class,
+                () -> downloader.download(artifact, first, null, (p, d, n) -> { }), "an existing folder is not overwritten");
+        dev.hexforge.client.GatewayClient other = new dev.hexforge.client.GatewayClient(base.replace("/api/v1/jobs", ""), TOKENS.get("someone-else"));
+        IllegalArgumentException notYours = assertThrows(IllegalArgumentException.class,
+                () -> new dev.hexforge.client.ArtifactDownloader(other).download(artifact, home.resolve("dl-other"), null, (p, d, n) -> { }));
+        assertTrue(notYours.getMessage().contains("404"), notYours.getMessage());
+    }
 }

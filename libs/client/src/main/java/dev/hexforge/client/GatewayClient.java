@@ -1,4 +1,4 @@
-package dev.hexforge.cli;
+package dev.hexforge.client;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -14,25 +14,25 @@ import java.nio.file.Path;
 import java.time.Duration;
 
 /**
- * The gateway's REST API as the CLI uses it. Where: {@code HEXFORGE_URL} (or -Dhexforge.url; default the standalone
+ * The gateway's REST API as the CLI, the demo and the device-runner use it. Where: {@code HEXFORGE_URL} (or -Dhexforge.url; default the standalone
  * fleet at http://127.0.0.1:8080); who: {@code HEXFORGE_TOKEN} (or -Dhexforge.token), else the standalone bootstrap
  * token in {@code ~/.hexforge/secrets/api-token}.
  */
-final class GatewayClient {
+public final class GatewayClient {
     private static final ObjectMapper JSON = new ObjectMapper();
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     private final String base;
     private final String token;
 
-    record Reply(int status, JsonNode body) {
+    public record Reply(int status, JsonNode body) {
     }
 
-    GatewayClient(String base, String token) {
+    public GatewayClient(String base, String token) {
         this.base = base.endsWith("/") ? base.substring(0, base.length() - 1) : base;
         this.token = token;
     }
 
-    static GatewayClient fromEnvironment() {
+    public static GatewayClient fromEnvironment() {
         String url = setting("hexforge.url", "HEXFORGE_URL", "http://127.0.0.1:8080");
         String token = setting("hexforge.token", "HEXFORGE_TOKEN", null);
         if (token == null) {
@@ -50,6 +50,14 @@ final class GatewayClient {
         return new GatewayClient(url, token);
     }
 
+    public String base() {
+        return base;
+    }
+
+    String token() {
+        return token;
+    }
+
     /** A system property, else an environment variable, else the default. */
     private static String setting(String property, String env, String def) {
         String v = System.getProperty(property);
@@ -59,7 +67,7 @@ final class GatewayClient {
         return v != null ? v : def;
     }
 
-    Reply send(String method, String path, String body, String contentType) {
+    public Reply send(String method, String path, String body, String contentType) {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(60))
                 .header("Authorization", "Bearer " + token);
         if (body != null) {
@@ -81,7 +89,7 @@ final class GatewayClient {
     }
 
     /** The body of a 2xx reply; anything else becomes an error naming what the gateway said. */
-    JsonNode ok(Reply r) {
+    public JsonNode ok(Reply r) {
         if (r.status() / 100 == 2) {
             return r.body();
         }

@@ -1,0 +1,221 @@
+package dev.hexforge.client;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.hexforge.signing.FolderHasher;
+import dev.hexforge.signing.Keys;
+import dev.hexforge.signing.ModelSignature;
+import dev.hexforge.signing.Provenance;
+import dev.hexforge.signing.VerificationException;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.URI;
+import java.net.URLEncoder;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.security.PublicKey;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Downloads an artifact folder from the fleet and only then puts it in place: every file from a presigned URL into
+ * {@code OUT.partial/} (resuming a file cut off earlier with an HTTP Range request, renewing a URL that expired),
+ * each file's sha256 checked, then the OMS signature (and the provenance, when there is one) verified, then the
+ * folder moved to {@code OUT}. A failed or interrupted download leaves {@code OUT.partial/} to resume from and never a
+ * half-written {@code OUT}.
+ */
+public final class ArtifactDownloader {
+    private static final int TRIES = 4;
+    private final GatewayClient gateway;
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10))
+            .followRedirects(HttpClient.Redirect.NEVER).build();
+
+    /** What a finished download established. */
+    public record Result(Path folder, String rootDigest, String keyHint, boolean provenance, int files, long bytes,
+                         long resumedBytes, int urlRenewals) {
+    }
+
+    /** Progress of one file: called once its URL is in hand (with what an earlier try left), then as bytes arrive. */
+    public interface Listener {
+        void bytes(String path, long done, long size);
+    }
+
+    public ArtifactDownloader(GatewayClient gateway) {
+        this.gateway = gateway;
+    }
+
+    /** The staging folder a download of {@code out} writes to, and resumes from. */
+    public static Path staging(Path out) {
+        return out.resolveSibling(out.getFileName() + ".partial");
+    }
+
+    /**
+     * @param key the public key to verify with; null takes the fleet's key whose hint the artifact's signature names
+     */
+    public Result download(String artifactId, Path out, PublicKey key, Listener listener) {
+        if (Files.exists(out)) {
+            throw new DownloadException(out + " already exists; choose another --out or remove it");
+        }
+        JsonNode detail = gateway.ok(gateway.send("GET", "/api/v1/artifacts/" + artifactId, null, null));
+        Path stage = staging(out);
+        List<String[]> files = new ArrayList<>(); // path, sha256 (null: the signature), size
+        for (JsonNode f : detail.path("files")) {
+            files.add(new String[]{f.path("path").asText(), f.path("sha256").asText(), f.path("size").asText()});
+        }
+        files.add(new String[]{ModelSignature.DEFAULT_SIGNATURE, null, "-1"});
+        long bytes = 0;
+        long resumed = 0;
+        int renewals = 0;
+        try {
+            Files.createDirectories(stage);
+            for (String[] f : files) {
+                Path target = stage.resolve(f[0]).normalize();
+                if (!target.startsWith(stage.normalize()) || f[0].isEmpty()) {
+                    throw new DownloadException("artifact " + artifactId + " names a file outside its folder: '" + f[0] + "'");
+                }
+                Files.createDirectories(target.getParent());
+                long size = Long.parseLong(f[2]);
+                Fetch got = fetch(artifactId, f[0], target, f[1], size, listener);
+                bytes += got.bytes;
+                resumed += got.resumed;
+                renewals += got.renewals;
+            }
+        } catch (IOException e) {
+            throw new DownloadException("downloading artifact " + artifactId + " into " + stage + ": " + e.getMessage()
+                    + " (run the same command again to resume)", e);
+        }
+        String hint = detail.path("signature").path("keyHint").asText();
+        PublicKey verifyWith = key != null ? key : fleetKey(hint);
+        ModelSignature.Verified v = ModelSignature.verify(stage, verifyWith, stage.resolve(ModelSignature.DEFAULT_SIGNATURE), List.of());
+        boolean provenance = Files.exists(stage.resolve(Provenance.FILE));
+        if (provenance) {
+            Provenance.verify(stage, verifyWith);
+        }
+        try {
+            Files.move(stage, out, StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException e) {
+            throw new DownloadException("moving the verified folder " + stage + " to " + out + ": " + e.getMessage(), e);
+        }
+        return new Result(out, v.rootDigest(), Keys.hint(verifyWith), provenance, files.size(), bytes, resumed, renewals);
+    }
+
+    private record Fetch(long bytes, long resumed, int renewals) {
+    }
+
+    /**
+     * One file: resumes a partial one, renews an expired URL, retries a cut connection, and checks the digest; a
+     * partial file whose digest turns out wrong is fetched once more from the start.
+     */
+    private Fetch fetch(String id, String path, Path target, String sha256, long size, Listener listener) throws IOException {
+        if (sha256 != null && Files.exists(target) && Files.size(target) == size && FolderHasher.sha256(target).equals(sha256)) {
+            return new Fetch(0, size, 0); // finished in an earlier run
+        }
+        if (sha256 == null || (Files.exists(target) && Files.size(target) > size)) {
+            Files.deleteIfExists(target); // the signature is small and has no digest to resume against
+        }
+        long resumedFrom = Files.exists(target) ? Files.size(target) : 0;
+        int renewals = 0;
+        boolean restarted = false;
+        IOException last = null;
+        URI url = url(id, path);
+        listener.bytes(path, resumedFrom, size);
+        for (int tryNo = 0; tryNo < TRIES; tryNo++) {
+            long have = Files.exists(target) ? Files.size(target) : 0;
+            HttpRequest.Builder req = HttpRequest.newBuilder(url).timeout(Duration.ofMinutes(10));
+            if (have > 0) {
+                req.header("Range", "bytes=" + have + "-");
+            }
+            HttpResponse<InputStream> r;
+            try {
+                r = http.send(req.build(), HttpResponse.BodyHandlers.ofInputStream());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted", e);
+            }
+            int status = r.statusCode();
+            if (status == 403) {
+                r.body().close();
+                url = url(id, path); // the presigned URL expired: ask the gateway for a fresh one
+                renewals++;
+                continue;
+            }
+            if (status == 416 && have == size) {
+                r.body().close();
+            } else if (status == 200 || status == 206) {
+                boolean append = status == 206;
+                try (InputStream in = r.body(); OutputStream o = Files.newOutputStream(target, StandardOpenOption.CREATE,
+                        StandardOpenOption.WRITE, append ? StandardOpenOption.APPEND : StandardOpenOption.TRUNCATE_EXISTING)) {
+                    long done = append ? have : 0;
+                    byte[] buf = new byte[1 << 16];
+                    int n;
+                    while ((n = in.read(buf)) > 0) {
+                        o.write(buf, 0, n);
+                        done += n;
+                        listener.bytes(path, done, size);
+                    }
+                } catch (IOException e) {
+                    last = e; // keep what arrived; the next try resumes from there
+                    continue;
+                }
+            } else {
+                String body = new String(r.body().readAllBytes(), StandardCharsets.UTF_8);
+                throw new DownloadException("storage answered " + status + " for '" + path + "': " + body.strip());
+            }
+            if (sha256 == null || FolderHasher.sha256(target).equals(sha256)) {
+                return new Fetch(Files.size(target), resumedFrom, renewals);
+            }
+            if (restarted) {
+                throw new DownloadException("'" + path + "' arrived with the wrong sha256 twice (expected " + sha256
+                        + "); storage or the network corrupts it");
+            }
+            Files.delete(target); // a stale or damaged partial file: fetch it whole
+            restarted = true;
+            resumedFrom = 0;
+        }
+        throw new DownloadException("'" + path + "' could not be fetched in " + TRIES + " tries"
+                + (last != null ? ": " + last.getMessage() : renewals > 0 ? " (its URL kept expiring)" : ""));
+    }
+
+    private URI url(String id, String path) {
+        GatewayClient.Reply r = gateway.send("GET", "/api/v1/artifacts/" + id + "/download?path="
+                + URLEncoder.encode(path, StandardCharsets.UTF_8), null, null);
+        if (r.status() != 302) {
+            gateway.ok(r);
+            throw new DownloadException("the gateway answered " + r.status() + " instead of a redirect for '" + path + "'");
+        }
+        return URI.create(r.body().path("url").asText());
+    }
+
+    private PublicKey fleetKey(String hint) {
+        for (JsonNode k : gateway.ok(gateway.send("GET", "/api/v1/keys", null, null)).path("keys")) {
+            if (k.path("hint").asText().equals(hint)) {
+                PublicKey pk = Keys.parsePublic(k.path("pem").asText(), "the fleet's key " + hint);
+                if (!Keys.hint(pk).equals(hint)) {
+                    throw new VerificationException("the fleet's key listed under hint " + hint + " has another hint");
+                }
+                return pk;
+            }
+        }
+        throw new VerificationException("the artifact is signed with key " + hint + ", which the fleet no longer lists; "
+                + "verify with --key and that key's public PEM");
+    }
+
+    /** A download that could not finish; what arrived stays in the staging folder. */
+    public static final class DownloadException extends RuntimeException {
+        public DownloadException(String message) {
+            super(message);
+        }
+
+        public DownloadException(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+}
