@@ -10,7 +10,8 @@ import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.Generator;
 import dev.hexforge.onnx.qnn.QnnPreflight;
 import dev.hexforge.onnx.runtime.OnnxLm;
-import dev.hexforge.store.ArtifactStore;
+import dev.hexforge.client.ArtifactDownloader;
+import dev.hexforge.client.GatewayClient;
 import dev.hexforge.tokenizer.Tokenizer;
 
 import java.net.URI;
@@ -26,8 +27,9 @@ import java.util.Arrays;
 
 /**
  * The demo: two jobs on the bundled tiny Qwen2 through the fleet (started in this JVM unless one is already up) — a
- * float static export, and INT8 quantization (behind the perplexity gate) then a static QDQ export — each followed
- * stage by stage, its artifact downloaded and checked (QNN pre-flight, generation, perplexity).
+ * float static export, INT8 quantization (behind the perplexity gate) then a static QDQ export, and a LoRA
+ * fine-tune through to an INT8 export — each signed with provenance, followed stage by stage, its artifact downloaded
+ * through the gateway (digests and signature verified) and checked (QNN pre-flight, generation, perplexity).
  */
 final class Demo {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -47,7 +49,7 @@ final class Demo {
         Standalone fleet = null;
         if (!reachable(base)) {
             long t0 = System.nanoTime();
-            System.out.println("fleet    starting in this JVM (Kafka, PostgreSQL, S3, gateway, finetune, quantize and export services)...");
+            System.out.println("fleet    starting in this JVM (Kafka, PostgreSQL, S3, gateway, finetune, quantize, export and artifact services)...");
             fleet = Standalone.start(Standalone.home(), Standalone.GATEWAY_PORT);
             System.out.printf("fleet    up in %.1fs at %s%n", (System.nanoTime() - t0) / 1e9, fleet.gatewayUrl());
         } else {
@@ -56,13 +58,13 @@ final class Demo {
         try {
             String model64 = JSON.writeValueAsString(model.toString());
             Path onnx = runJob(base, "{\"name\": \"demo: qwen2-tiny float\", \"model\": {\"path\": " + model64 + "},"
-                    + " \"stages\": [\"export\"], \"export\": {\"variant\": \"static\", \"seq\": 128, \"ctx\": 512}}", "onnx-static");
+                    + " \"stages\": [\"export\", \"sign\"], \"export\": {\"variant\": \"static\", \"seq\": 128, \"ctx\": 512}}", "onnx-static");
             if (onnx == null) {
                 return 1;
             }
             check(model, onnx, text);
             Path int8 = runJob(base, "{\"name\": \"demo: qwen2-tiny int8\", \"model\": {\"path\": " + model64 + "},"
-                    + " \"stages\": [\"quantize\", \"export\"], \"quantize\": {\"method\": \"rtn\", \"bits\": 8, \"group\": 0},"
+                    + " \"stages\": [\"quantize\", \"export\", \"sign\"], \"quantize\": {\"method\": \"rtn\", \"bits\": 8, \"group\": 0},"
                     + " \"export\": {\"variant\": \"static\", \"seq\": 128, \"ctx\": 512}}", "onnx-static-int8-qdq");
             if (int8 == null) {
                 return 1;
@@ -70,7 +72,7 @@ final class Demo {
             check(model, int8, text);
             Path task = StandaloneMain.hexforgeHome().resolve("fixtures/lora-task").toAbsolutePath().normalize();
             Path tuned = runJob(base, "{\"name\": \"demo: qwen2-tiny LoRA on the character task, int8\", \"model\": {\"path\": "
-                    + model64 + "}, \"stages\": [\"finetune\", \"merge\", \"quantize\", \"export\"],"
+                    + model64 + "}, \"stages\": [\"finetune\", \"merge\", \"quantize\", \"export\", \"sign\"],"
                     + " \"finetune\": {\"data\": " + JSON.writeValueAsString(task.resolve("train.json").toString())
                     + ", \"evalData\": " + JSON.writeValueAsString(task.resolve("eval.json").toString())
                     + ", \"learningRate\": 0.005, \"batch\": 16, \"accumulation\": 1, \"epochs\": 8},"
@@ -130,11 +132,12 @@ final class Demo {
                         report.path("evalLoss").asDouble(), report.path("exactMatch").asDouble() * 100);
             }
         }
-        String sha = stages.get(stages.size() - 1).path("outputs").get(0).path("sha256").asText();
+        String artifact = stages.get(stages.size() - 1).path("outputs").get(0).path("id").asText();
         Path dir = out.resolve(folder);
-        new ArtifactStore("http://127.0.0.1:" + dev.hexforge.infra.EmbeddedInfra.Ports.standalone().s3(),
-                dev.hexforge.infra.EmbeddedInfra.S3_ACCESS_KEY, Standalone.s3Secret(Standalone.home())).getFolder(sha, dir);
-        System.out.println("artifact " + sha.substring(0, 16) + "... downloaded and digest-checked to " + dir);
+        ArtifactDownloader.Result r = new ArtifactDownloader(new GatewayClient(base, auth().substring("Bearer ".length())))
+                .download(artifact, dir, null, (path, done, size) -> { });
+        System.out.printf("artifact %s downloaded to %s: %d files digest-checked, signature verified (key %s...)%s%n", artifact,
+                dir, r.files(), r.keyHint().substring(0, 12), r.provenance() ? ", provenance verified" : "");
         return dir;
     }
 

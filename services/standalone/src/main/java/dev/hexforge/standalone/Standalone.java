@@ -1,5 +1,6 @@
 package dev.hexforge.standalone;
 
+import dev.hexforge.artifactservice.ArtifactServiceApplication;
 import dev.hexforge.exportservice.ExportServiceApplication;
 import dev.hexforge.finetuneservice.FinetuneServiceApplication;
 import dev.hexforge.gateway.GatewayApplication;
@@ -22,15 +23,15 @@ import java.util.Map;
 import java.util.function.Function;
 
 /**
- * The whole fleet in one JVM: embedded Kafka, PostgreSQL and S3 on fixed ports, the quantize and export services
- * and the gateway.
- * State lives under the home folder ({@code ~/.hexforge}) and survives restarts; the S3 secret is generated on the
- * first start and kept there (mode 600).
+ * The whole fleet in one JVM: embedded Kafka, PostgreSQL and S3 on fixed ports, the finetune, quantize, export and
+ * artifact services and the gateway.
+ * State lives under the home folder ({@code ~/.hexforge}) and survives restarts; the S3 secret, the internal secret
+ * between gateway and artifact service, and the signing key are generated on the first start and kept there (mode 600).
  */
 public final class Standalone implements AutoCloseable {
     public static final int GATEWAY_PORT = 8080;
     /** The stages the stage services below run; the gateway accepts jobs of these only. */
-    static final String STAGES = "finetune,merge,quantize,export";
+    static final String STAGES = "finetune,merge,quantize,export,sign";
     private final EmbeddedInfra infra;
     private final List<ConfigurableApplicationContext> stageServices;
     private final ConfigurableApplicationContext gateway;
@@ -50,7 +51,15 @@ public final class Standalone implements AutoCloseable {
     }
 
     public static String s3Secret(Path home) {
-        Path file = home.resolve("secrets/s3-secret");
+        return secret(home.resolve("secrets/s3-secret"));
+    }
+
+    /** The signing key of the artifact service (a PKCS#8 PEM, created on the first start). */
+    public static Path signingKey(Path home) {
+        return home.resolve("secrets/signing-key.pem");
+    }
+
+    private static String secret(Path file) {
         try {
             if (Files.isRegularFile(file)) {
                 return Files.readString(file).strip();
@@ -95,11 +104,19 @@ public final class Standalone implements AutoCloseable {
             starters.forEach((name, start) -> services.add(start.apply(new String[]{kafka, s3,
                     "--hexforge.s3.secret-key=" + secret, "--hexforge.work-dir=" + home.resolve("work/" + name),
                     "--spring.main.banner-mode=off"})));
+            String internal = "--hexforge.internal-token=" + secret(home.resolve("secrets/internal-token"));
+            String[] db = {"--spring.datasource.url=" + infra.postgres().jdbcUrl(),
+                    "--spring.datasource.username=" + infra.postgres().user(),
+                    "--spring.datasource.password=" + infra.postgres().password()};
+            ConfigurableApplicationContext artifacts = ArtifactServiceApplication.start(kafka, s3, "--hexforge.s3.secret-key=" + secret,
+                    "--hexforge.work-dir=" + home.resolve("work/artifacts"), "--hexforge.signing.key=" + signingKey(home),
+                    "--hexforge.signing.generate=true", internal, "--server.port=0", "--server.address=127.0.0.1",
+                    db[0], db[1], db[2], "--spring.main.banner-mode=off");
+            services.add(artifacts);
             ConfigurableApplicationContext gateway = new SpringApplicationBuilder(GatewayApplication.class).run(kafka,
                     "--hexforge.stages=" + STAGES, "--hexforge.bootstrap-token-file=" + tokenFile(home),
-                    "--server.port=" + gatewayPort, "--spring.datasource.url=" + infra.postgres().jdbcUrl(),
-                    "--spring.datasource.username=" + infra.postgres().user(),
-                    "--spring.datasource.password=" + infra.postgres().password(), "--spring.main.banner-mode=off");
+                    "--server.port=" + gatewayPort, db[0], db[1], db[2], internal, "--hexforge.artifact-service.url=http://127.0.0.1:"
+                            + artifacts.getEnvironment().getProperty("local.server.port"), "--spring.main.banner-mode=off");
             return new Standalone(infra, services, gateway, secret);
         } catch (RuntimeException e) {
             services.forEach(ConfigurableApplicationContext::close);

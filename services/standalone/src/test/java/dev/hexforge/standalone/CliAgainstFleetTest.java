@@ -70,7 +70,7 @@ class CliAgainstFleetTest {
     @Test
     void submitWatchAndShowAJob() throws Exception {
         Path spec = home.resolve("job.yaml");
-        Files.writeString(spec, "name: cli test\nmodel:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [export]\nexport:\n  variant: dynamic\n");
+        Files.writeString(spec, "name: cli test\nmodel:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [export, sign]\nexport:\n  variant: dynamic\n");
         Run r = cli("submit", spec.toString(), "--watch", "--json");
         assertEquals(0, r.exit(), r.err());
         JsonNode job = new ObjectMapper().readTree(r.out());
@@ -82,6 +82,21 @@ class CliAgainstFleetTest {
         Run cancel = cli("job", job.path("id").asText(), "--cancel");
         assertEquals(1, cancel.exit());
         assertTrue(cancel.err().contains("409") && cancel.err().contains("only running jobs can be cancelled"), cancel.err());
+
+        String artifact = job.path("stages").get(1).path("outputs").get(0).path("id").asText();
+        Path out = home.resolve("downloaded");
+        Run download = cli("download", artifact, "--out", out.toString());
+        assertEquals(0, download.exit(), download.err());
+        assertTrue(download.out().contains("verified") && download.out().contains("provenance verified"), download.out());
+        Path pub = home.resolve("fleet.pub.pem");
+        Files.writeString(pub, dev.hexforge.signing.Keys.publicPem(dev.hexforge.signing.Keys.publicOf(
+                dev.hexforge.signing.Keys.readPrivate(Standalone.signingKey(home)))));
+        Run verify = cli("verify", out.toString(), "--key", pub.toString(), "--provenance");
+        assertEquals(0, verify.exit(), verify.err());
+        assertTrue(verify.out().contains("export/onnx-dynamic"), "the provenance names the export: " + verify.out());
+        Run again = cli("download", artifact, "--out", out.toString());
+        assertEquals(1, again.exit());
+        assertTrue(again.err().contains("already exists"), again.err());
     }
 
     @Test
