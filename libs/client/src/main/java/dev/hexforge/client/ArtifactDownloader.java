@@ -39,7 +39,7 @@ public final class ArtifactDownloader {
             .followRedirects(HttpClient.Redirect.NEVER).build();
 
     /** What a finished download established. */
-    public record Result(Path folder, String rootDigest, String keyHint, boolean provenance, int files, long bytes,
+    public record Result(Path folder, String rootDigest, PublicKey key, String keyHint, boolean provenance, int files, long bytes,
                          long resumedBytes, int urlRenewals) {
     }
 
@@ -104,7 +104,7 @@ public final class ArtifactDownloader {
         } catch (IOException e) {
             throw new DownloadException("moving the verified folder " + stage + " to " + out + ": " + e.getMessage(), e);
         }
-        return new Result(out, v.rootDigest(), Keys.hint(verifyWith), provenance, files.size(), bytes, resumed, renewals);
+        return new Result(out, v.rootDigest(), verifyWith, Keys.hint(verifyWith), provenance, files.size(), bytes, resumed, renewals);
     }
 
     private record Fetch(long bytes, long resumed, int renewals) {

@@ -97,6 +97,13 @@ class CliAgainstFleetTest {
         Run again = cli("download", artifact, "--out", out.toString());
         assertEquals(1, again.exit());
         assertTrue(again.err().contains("already exists"), again.err());
+
+        Path work = home.resolve("runner");
+        assertEquals(0, dev.hexforge.devicerunner.Main.run("run", artifact, "--work", work.toString(), "--new-tokens", "4"),
+                "the device-runner fetches, verifies and benchmarks the signed artifact");
+        try (var left = Files.list(work)) {
+            assertEquals(0, left.count(), "the runner cleans up after itself");
+        }
     }
 
     @Test

@@ -1,0 +1,111 @@
+package dev.hexforge.devicerunner;
+
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.forward.DecoderForward;
+import dev.hexforge.forward.DecoderWeights;
+import dev.hexforge.generate.Generator;
+import dev.hexforge.onnx.export.DecoderExporter;
+import dev.hexforge.onnx.export.ExportOptions;
+import dev.hexforge.onnx.export.LinearFormat;
+import dev.hexforge.onnx.export.Variant;
+import dev.hexforge.signing.Keys;
+import dev.hexforge.signing.ModelSignature;
+import dev.hexforge.testing.Fixtures;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.RandomAccessFile;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.KeyPair;
+import java.util.Arrays;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The runner loads only what the fleet signed, and measures what ort-cpu can measure (and says what it cannot). */
+class SignedBundleTest {
+    @TempDir
+    static Path tmp;
+    static Path export;
+    static KeyPair keys;
+
+    @BeforeAll
+    static void exportAndSign() throws Exception {
+        export = tmp.resolve("bundle");
+        try (Checkpoint ckpt = Checkpoint.open(Fixtures.qwen2Tiny())) {
+            DecoderExporter.export(ckpt, export, new ExportOptions(Variant.DYNAMIC, 32, 128, 17), LinearFormat.FLOAT, (w, d, t) -> { });
+        }
+        keys = Keys.generate();
+        ModelSignature.sign(export, keys.getPrivate(), export.resolve("model.sig"), List.of());
+    }
+
+    static Path copy(String name) throws Exception {
+        Path to = tmp.resolve(name);
+        try (var s = Files.walk(export)) {
+            for (Path p : s.toList()) {
+                Path t = to.resolve(export.relativize(p).toString());
+                if (Files.isDirectory(p)) {
+                    Files.createDirectories(t);
+                } else {
+                    Files.copy(p, t);
+                }
+            }
+        }
+        return to;
+    }
+
+    @Test
+    void aSignedBundleIsBenchmarkedWithEveryFigureTheHostCanGive() throws Exception {
+        SignedBundle bundle = SignedBundle.verify(export, keys.getPublic());
+        int[] prompt = {970, 11, 1879, 0, 151, 44, 300, 27};
+        int[] expected;
+        try (Checkpoint ckpt = Checkpoint.open(Fixtures.qwen2Tiny())) {
+            expected = Generator.generate(new DecoderForward(DecoderWeights.load(ckpt)), prompt, Generator.Options.greedy(12), null);
+        }
+        BenchmarkResult r = new OrtCpuBackend(1).run(bundle, 16, 8, new OrtCpuBackend.Reference(prompt, expected), 10e9);
+        assertEquals("ort-cpu", r.backend());
+        assertEquals(1.0, r.tokenAgreement(), "the float export agrees with the float reference forward");
+        assertTrue(r.decodeTokensPerSecond() > 0 && r.prefillTokensPerSecond() > 0 && r.timeToFirstTokenMs() > 0, r.toString());
+        assertTrue(r.peakRssBytes() != null && r.peakRssBytes() > 0, "Linux reports peak RSS");
+        assertTrue(r.weightBytesPerToken() > 1_000_000, r.toString());
+        assertTrue(r.efficiency() > 0, r.toString());
+        assertTrue(r.notAvailable().containsKey("energyPerToken") && r.notAvailable().containsKey("thermalState"), r.toString());
+        assertEquals(bundle.rootDigest(), r.bundleRootDigest());
+
+        BenchmarkResult bare = new OrtCpuBackend(1).run(bundle, 16, 4, null, null);
+        assertNull(bare.tokenAgreement(), "no reference: not available, not zero");
+        assertTrue(bare.notAvailable().containsKey("tokenAgreement") && bare.notAvailable().containsKey("efficiency"));
+    }
+
+    @Test
+    void aTamperedUnsignedOrForeignBundleIsRefusedBeforeLoading() throws Exception {
+        Path tampered = copy("tampered");
+        try (RandomAccessFile f = new RandomAccessFile(tampered.resolve("onnx/model.onnx_data").toFile(), "rw")) {
+            f.seek(1000);
+            int b = f.read();
+            f.seek(1000);
+            f.write(b ^ 1);
+        }
+        BundleRefusedException e = assertThrows(BundleRefusedException.class, () -> SignedBundle.verify(tampered, keys.getPublic()));
+        assertTrue(e.getMessage().contains("onnx/model.onnx_data") && e.getMessage().contains("modified"), e.getMessage());
+
+        Path unsigned = copy("unsigned");
+        Files.delete(unsigned.resolve("model.sig"));
+        e = assertThrows(BundleRefusedException.class, () -> SignedBundle.verify(unsigned, keys.getPublic()));
+        assertTrue(e.getMessage().contains("unsigned"), e.getMessage());
+
+        e = assertThrows(BundleRefusedException.class, () -> SignedBundle.verify(export, Keys.generate().getPublic()));
+        assertTrue(e.getMessage().contains("wrong key"), e.getMessage());
+
+        Path pub = tmp.resolve("key.pub.pem");
+        Files.writeString(pub, Keys.publicPem(keys.getPublic()));
+        assertEquals(2, Main.run("bench", tampered.toString(), "--key", pub.toString()), "the command refuses with exit 2");
+        assertEquals(0, Main.run("bench", export.toString(), "--key", pub.toString(), "--prompt-length", "8", "--new-tokens", "2"));
+        assertTrue(Arrays.stream(new String[]{"model.sig"}).allMatch(n -> Files.exists(export.resolve(n))));
+    }
+}
