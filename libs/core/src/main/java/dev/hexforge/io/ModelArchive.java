@@ -1,0 +1,219 @@
+package dev.hexforge.io;
+
+import org.apache.commons.compress.archivers.ArchiveEntry;
+import org.apache.commons.compress.archivers.ArchiveInputStream;
+import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
+import org.apache.commons.compress.archivers.tar.TarArchiveInputStream;
+import org.apache.commons.compress.archivers.zip.ZipArchiveEntry;
+import org.apache.commons.compress.archivers.zip.ZipArchiveInputStream;
+
+import java.io.BufferedInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.zip.GZIPInputStream;
+
+/**
+ * A model folder packed as zip, tar or tar.gz (told apart by their first bytes, not their names), read as a stream.
+ * Refused, with the entry named: absolute paths, {@code ..} segments, links and device files, duplicate names, more
+ * entries or more unpacked bytes than the limits (zip bombs). A folder packed with its own top-level directory is
+ * unpacked without it, so {@code config.json} lands at the root either way.
+ */
+public final class ModelArchive {
+    private ModelArchive() {
+    }
+
+    public enum Format { ZIP, TAR, TAR_GZ }
+
+    /** Unpacking limits: entries, and bytes once unpacked. */
+    public record Limits(int maxEntries, long maxUnpackedBytes) {
+        public static final Limits DEFAULT = new Limits(100_000, 256L << 30);
+    }
+
+    /** What an archive holds. */
+    public record Listing(Format format, int files, long unpackedBytes, String commonRoot) {
+    }
+
+    /** The stream is not an archive this reads, or holds something refused. */
+    public static final class ArchiveException extends RuntimeException {
+        public ArchiveException(String message) {
+            super(message);
+        }
+
+        public ArchiveException(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    /** Reads the whole stream and checks every entry; nothing is written. */
+    public static Listing scan(InputStream in, Limits limits) {
+        return walk(in, limits, null);
+    }
+
+    /**
+     * Unpacks into {@code dir} (created; must not exist) through a sibling staging folder, so {@code dir} appears
+     * complete or not at all.
+     */
+    public static Listing extract(InputStream in, Path dir, Limits limits) {
+        Path staging = dir.resolveSibling(dir.getFileName() + ".unpacking");
+        Folders.deleteTree(staging);
+        try {
+            Files.createDirectories(staging);
+            Listing l = walk(in, limits, staging);
+            Path root = l.commonRoot() == null ? staging : staging.resolve(l.commonRoot());
+            Files.move(root, dir, StandardCopyOption.ATOMIC_MOVE);
+            return l;
+        } catch (IOException e) {
+            throw new ArchiveException("unpacking into " + dir + ": " + e.getMessage(), e);
+        } finally {
+            Folders.deleteQuietly(staging);
+        }
+    }
+
+    static Format detect(BufferedInputStream in) throws IOException {
+        in.mark(512);
+        byte[] head = in.readNBytes(262);
+        in.reset();
+        if (head.length >= 2 && (head[0] & 0xff) == 0x1f && (head[1] & 0xff) == 0x8b) {
+            return Format.TAR_GZ;
+        }
+        if (head.length >= 4 && head[0] == 'P' && head[1] == 'K' && head[2] == 3 && head[3] == 4) {
+            return Format.ZIP;
+        }
+        if (head.length >= 262 && new String(head, 257, 5, java.nio.charset.StandardCharsets.US_ASCII).equals("ustar")) {
+            return Format.TAR;
+        }
+        throw new ArchiveException("not a zip, tar or tar.gz archive (upload a model folder packed with tar or zip)");
+    }
+
+    private static Listing walk(InputStream raw, Limits limits, Path into) {
+        try {
+            BufferedInputStream in = new BufferedInputStream(raw, 1 << 16);
+            Format format = detect(in);
+            if (format == Format.TAR_GZ) {
+                BufferedInputStream gz = new BufferedInputStream(new GZIPInputStream(in, 1 << 16), 1 << 16);
+                gz.mark(512);
+                byte[] head = gz.readNBytes(262);
+                gz.reset();
+                if (head.length < 262 || !new String(head, 257, 5, java.nio.charset.StandardCharsets.US_ASCII).equals("ustar")) {
+                    throw new ArchiveException("a gzip stream that does not hold a tar archive");
+                }
+                in = gz;
+            }
+            ArchiveInputStream<? extends ArchiveEntry> archive = format == Format.ZIP ? new ZipArchiveInputStream(in)
+                    : new TarArchiveInputStream(in);
+            Set<String> names = new HashSet<>();
+            String root = null;
+            boolean rootShared = true;
+            int files = 0;
+            long bytes = 0;
+            ArchiveEntry e;
+            while ((e = archive.getNextEntry()) != null) {
+                String name = e.getName().replace('\\', '/');
+                check(e, name);
+                String clean = name.endsWith("/") ? name.substring(0, name.length() - 1) : name;
+                if (clean.isEmpty() || clean.equals(".")) {
+                    continue;
+                }
+                if (clean.startsWith("./")) {
+                    clean = clean.substring(2);
+                }
+                if (!names.add(clean)) {
+                    throw new ArchiveException("entry '" + name + "' appears twice");
+                }
+                if (names.size() > limits.maxEntries()) {
+                    throw new ArchiveException("more than " + limits.maxEntries() + " entries");
+                }
+                String first = clean.contains("/") ? clean.substring(0, clean.indexOf('/')) : null;
+                if (!e.isDirectory()) {
+                    if (first == null) {
+                        rootShared = false;
+                    } else if (root == null) {
+                        root = first;
+                    } else if (!root.equals(first)) {
+                        rootShared = false;
+                    }
+                }
+                if (e.isDirectory()) {
+                    if (into != null) {
+                        Files.createDirectories(into.resolve(clean));
+                    }
+                    continue;
+                }
+                files++;
+                long remaining = limits.maxUnpackedBytes() - bytes;
+                long n = into == null ? skip(archive, remaining, name) : write(archive, into.resolve(clean), remaining, name);
+                bytes += n;
+            }
+            if (files == 0) {
+                throw new ArchiveException("the archive holds no files");
+            }
+            return new Listing(format, files, bytes, rootShared ? root : null);
+        } catch (ArchiveException e) {
+            throw e;
+        } catch (IOException e) {
+            throw new ArchiveException("the archive is damaged or cut off: " + e.getMessage(), e);
+        }
+    }
+
+    private static void check(ArchiveEntry e, String name) {
+        if (e instanceof TarArchiveEntry t) { // isFile() is true for links too: ask about links first
+            String what = t.isSymbolicLink() ? "a symbolic link" : t.isLink() ? "a hard link"
+                    : t.isCharacterDevice() || t.isBlockDevice() || t.isFIFO() || !(t.isFile() || t.isDirectory())
+                    ? "a device or special file" : null;
+            if (what != null) {
+                throw new ArchiveException("entry '" + name + "' is " + what + "; only regular files and folders are accepted");
+            }
+        }
+        if (e instanceof ZipArchiveEntry z && z.isUnixSymlink()) {
+            throw new ArchiveException("entry '" + name + "' is a symbolic link; only regular files and folders are accepted");
+        }
+        if (name.startsWith("/") || name.matches("^[A-Za-z]:.*")) {
+            throw new ArchiveException("entry '" + name + "' has an absolute path");
+        }
+        for (String seg : name.split("/")) {
+            if (seg.equals("..")) {
+                throw new ArchiveException("entry '" + name + "' climbs out of the folder with '..'");
+            }
+        }
+    }
+
+    private static long skip(InputStream in, long remaining, String name) throws IOException {
+        byte[] buf = new byte[1 << 16];
+        long n = 0;
+        int r;
+        while ((r = in.read(buf)) > 0) {
+            n += r;
+            if (n > remaining) {
+                throw tooBig(name);
+            }
+        }
+        return n;
+    }
+
+    private static long write(InputStream in, Path target, long remaining, String name) throws IOException {
+        Files.createDirectories(target.getParent());
+        byte[] buf = new byte[1 << 16];
+        long n = 0;
+        try (OutputStream out = Files.newOutputStream(target)) {
+            int r;
+            while ((r = in.read(buf)) > 0) {
+                n += r;
+                if (n > remaining) {
+                    throw tooBig(name);
+                }
+                out.write(buf, 0, r);
+            }
+        }
+        return n;
+    }
+
+    private static ArchiveException tooBig(String name) {
+        return new ArchiveException("unpacking stops at '" + name + "': the archive unpacks to more than the limit (a zip bomb?)");
+    }
+}

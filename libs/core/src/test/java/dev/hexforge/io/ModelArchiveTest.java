@@ -1,0 +1,120 @@
+package dev.hexforge.io;
+
+import dev.hexforge.testing.Fixtures;
+import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
+import org.apache.commons.compress.archivers.tar.TarArchiveOutputStream;
+import org.apache.commons.compress.archivers.zip.ZipArchiveEntry;
+import org.apache.commons.compress.archivers.zip.ZipArchiveOutputStream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.zip.GZIPOutputStream;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class ModelArchiveTest {
+    @TempDir
+    Path tmp;
+
+    /** A tar of name → content (null content: a folder); a name starting with "link:" is a symbolic link. */
+    static byte[] tar(boolean gzip, List<String[]> entries) throws Exception {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (var out = gzip ? new GZIPOutputStream(bytes) : bytes; TarArchiveOutputStream t = new TarArchiveOutputStream(out)) {
+            t.setLongFileMode(TarArchiveOutputStream.LONGFILE_POSIX);
+            for (String[] e : entries) {
+                if (e[0].startsWith("link:")) {
+                    TarArchiveEntry l = new TarArchiveEntry(e[0].substring(5), TarArchiveEntry.LF_SYMLINK);
+                    l.setLinkName(e[1]);
+                    t.putArchiveEntry(l);
+                    t.closeArchiveEntry();
+                    continue;
+                }
+                TarArchiveEntry te = new TarArchiveEntry(e[0], true); // keep absolute names, as `tar -P` does
+                byte[] data = e[1] == null ? new byte[0] : e[1].getBytes(StandardCharsets.ISO_8859_1);
+                te.setSize(data.length);
+                t.putArchiveEntry(te);
+                t.write(data);
+                t.closeArchiveEntry();
+            }
+        }
+        return bytes.toByteArray();
+    }
+
+    static byte[] zip(List<String[]> entries) throws Exception {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (ZipArchiveOutputStream z = new ZipArchiveOutputStream(bytes)) {
+            for (String[] e : entries) {
+                ZipArchiveEntry ze = new ZipArchiveEntry(e[0]);
+                z.putArchiveEntry(ze);
+                z.write(e[1].getBytes(StandardCharsets.UTF_8));
+                z.closeArchiveEntry();
+            }
+        }
+        return bytes.toByteArray();
+    }
+
+    String refused(byte[] archive) {
+        return assertThrows(ModelArchive.ArchiveException.class,
+                () -> ModelArchive.scan(new ByteArrayInputStream(archive), ModelArchive.Limits.DEFAULT)).getMessage();
+    }
+
+    @Test
+    void aModelFolderPackedWithItsTopFolderUnpacksToTheFolderItself() throws Exception {
+        List<String[]> entries = new java.util.ArrayList<>();
+        entries.add(new String[]{"qwen2-tiny/", null});
+        for (String f : new String[]{"config.json", "model.safetensors", "tokenizer.json"}) {
+            entries.add(new String[]{"qwen2-tiny/" + f, Files.readString(Fixtures.qwen2Tiny().resolve(f), StandardCharsets.ISO_8859_1)});
+        }
+        byte[] tgz = tar(true, entries);
+        ModelArchive.Listing l = ModelArchive.scan(new ByteArrayInputStream(tgz), ModelArchive.Limits.DEFAULT);
+        assertEquals(ModelArchive.Format.TAR_GZ, l.format());
+        assertEquals(3, l.files());
+        Path out = tmp.resolve("model");
+        ModelArchive.extract(new ByteArrayInputStream(tgz), out, ModelArchive.Limits.DEFAULT);
+        assertArrayEquals(Files.readAllBytes(Fixtures.qwen2Tiny().resolve("config.json")), Files.readAllBytes(out.resolve("config.json")));
+        assertEquals(Files.size(Fixtures.qwen2Tiny().resolve("model.safetensors")), Files.size(out.resolve("model.safetensors")));
+
+        Path flat = tmp.resolve("flat");
+        ModelArchive.Listing z = ModelArchive.extract(new ByteArrayInputStream(zip(List.of(new String[]{"config.json", "{}"},
+                new String[]{"sub/a.txt", "a"}))), flat, ModelArchive.Limits.DEFAULT);
+        assertEquals(ModelArchive.Format.ZIP, z.format());
+        assertEquals("{}", Files.readString(flat.resolve("config.json")));
+        assertEquals("a", Files.readString(flat.resolve("sub/a.txt")));
+        assertEquals(ModelArchive.Format.TAR, ModelArchive.scan(new ByteArrayInputStream(tar(false, List.<String[]>of(
+                new String[]{"config.json", "{}"}))), ModelArchive.Limits.DEFAULT).format());
+    }
+
+    @Test
+    void hostileArchivesAreRefusedNamingTheEntry() throws Exception {
+        assertTrue(refused(tar(true, List.<String[]>of(new String[]{"m/config.json", "{}"}, new String[]{"m/../../etc/cron.d/x", "boom"})))
+                .contains("'m/../../etc/cron.d/x' climbs out"));
+        assertTrue(refused(zip(List.<String[]>of(new String[]{"../evil.sh", "boom"}))).contains("climbs out"));
+        assertTrue(refused(tar(false, List.<String[]>of(new String[]{"/etc/passwd", "x"}))).contains("absolute path"));
+        assertTrue(refused(tar(false, List.<String[]>of(new String[]{"config.json", "{}"}, new String[]{"link:weights", "/etc/shadow"})))
+                .contains("'weights' is a symbolic link"));
+        assertTrue(refused(zip(List.<String[]>of(new String[]{"a", "1"}, new String[]{"a", "2"}))).contains("appears twice"));
+        assertTrue(refused("just some text".getBytes(StandardCharsets.UTF_8)).contains("not a zip, tar or tar.gz"));
+        byte[] ok = tar(true, List.<String[]>of(new String[]{"config.json", "x".repeat(200_000)}));
+        assertTrue(refused(Arrays.copyOf(ok, ok.length / 2)).contains("damaged or cut off"));
+        String bomb = assertThrows(ModelArchive.ArchiveException.class, () -> ModelArchive.scan(new ByteArrayInputStream(ok),
+                new ModelArchive.Limits(10, 100_000))).getMessage();
+        assertTrue(bomb.contains("more than the limit"), bomb);
+
+        Path out = tmp.resolve("never");
+        assertThrows(ModelArchive.ArchiveException.class, () -> ModelArchive.extract(new ByteArrayInputStream(
+                tar(false, List.<String[]>of(new String[]{"config.json", "{}"}, new String[]{"../x", "y"}))), out, ModelArchive.Limits.DEFAULT));
+        assertFalse(Files.exists(out), "a refused archive leaves no folder behind");
+        assertFalse(Files.exists(tmp.resolve("x")));
+    }
+}
