@@ -10,6 +10,8 @@ import java.util.Map;
 /** Messages between the gateway and stage services, versioned by {@link #SCHEMA_VERSION}. */
 public final class StageEvents {
     public static final int SCHEMA_VERSION = 1;
+    /** Kind of an input that is an uploaded model archive (zip, tar, tar.gz) rather than a stored folder. */
+    public static final String MODEL_ARCHIVE = "model-archive";
 
     private StageEvents() {
     }

@@ -149,6 +149,37 @@ public final class ArtifactStore {
         }
     }
 
+    /**
+     * Streams an object of unknown length into storage (multipart, 16 MiB parts: memory stays bounded whatever the
+     * size). When the stream fails, nothing is left under the key.
+     */
+    public void putStream(String key, InputStream in, String contentType) {
+        try {
+            client.putObject(PutObjectArgs.builder().bucket(BUCKET).object(key).stream(in, -1, 16L << 20)
+                    .contentType(contentType).build());
+        } catch (Exception e) {
+            deleteQuietly(key);
+            throw new StoreException("storing " + key + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Reads an object as a stream; the caller closes it. */
+    public InputStream getStream(String key) {
+        try {
+            return client.getObject(GetObjectArgs.builder().bucket(BUCKET).object(key).build());
+        } catch (Exception e) {
+            throw new StoreException("reading " + key + ": " + e.getMessage(), e);
+        }
+    }
+
+    public void deleteQuietly(String key) {
+        try {
+            client.removeObject(io.minio.RemoveObjectArgs.builder().bucket(BUCKET).object(key).build());
+        } catch (Exception ignored) {
+            // nothing there, or storage unreachable: nothing more to undo
+        }
+    }
+
     /** Small JSON documents (attempt results) under a key of the caller's choosing. */
     public void putJson(String key, Object value) {
         try {

@@ -27,6 +27,13 @@ class GatewayConfig {
         return new Capabilities(s, split(methods), split(targets), split(backends));
     }
 
+    @Bean
+    dev.hexforge.store.ArtifactStore artifactStore(@Value("${hexforge.s3.endpoint}") String endpoint,
+                                                   @Value("${hexforge.s3.access-key}") String access,
+                                                   @Value("${hexforge.s3.secret-key}") String secret) {
+        return new dev.hexforge.store.ArtifactStore(endpoint, access, secret);
+    }
+
     private static Set<String> split(String csv) {
         return Arrays.stream(csv.split(",")).map(String::trim).filter(x -> !x.isEmpty()).collect(Collectors.toSet());
     }

@@ -30,8 +30,11 @@ public class JobService {
     private final AttemptRepository attempts;
     private final OutboxRepository outbox;
     private final Capabilities capabilities;
+    private final UploadRepository uploads;
 
-    JobService(JobRepository jobs, AttemptRepository attempts, OutboxRepository outbox, Capabilities capabilities) {
+    JobService(JobRepository jobs, AttemptRepository attempts, OutboxRepository outbox, Capabilities capabilities,
+               UploadRepository uploads) {
+        this.uploads = uploads;
         this.jobs = jobs;
         this.attempts = attempts;
         this.outbox = outbox;
@@ -43,19 +46,38 @@ public class JobService {
     public JobEntity submit(String body, String tenant) {
         JobSpec spec = JobSpecReader.read(body);
         capabilities.require(spec);
+        List<ArtifactRef> inputs = List.of();
+        String modelName = spec.model().path();
+        if (spec.model().upload() != null) {
+            UploadEntity u = upload(spec.model().upload(), tenant);
+            inputs = List.of(new ArtifactRef(u.id.toString(), StageEvents.MODEL_ARCHIVE, u.sha256, u.size, u.objectKey));
+            modelName = u.name;
+        }
         Instant now = Instant.now();
         JobEntity j = new JobEntity();
         j.id = UUID.randomUUID();
         j.tenant = tenant;
-        j.name = spec.name() != null ? spec.name() : spec.model().path() != null ? spec.model().path() : spec.model().upload();
+        j.name = spec.name() != null ? spec.name() : modelName;
         j.spec = ContractsJson.write(spec);
         j.state = JobEntity.State.RUNNING;
         j.createdAt = now;
         j.updatedAt = now;
         j = jobs.save(j); // merge (the id is assigned): keep working on the managed instance
-        dispatch(j, spec, spec.stageList().get(0), List.of());
+        dispatch(j, spec, spec.stageList().get(0), inputs);
         LOG.info("job {} submitted: stages {}", j.id, spec.stages());
         return j;
+    }
+
+    private UploadEntity upload(String id, String tenant) {
+        UUID uuid;
+        try {
+            uuid = UUID.fromString(id);
+        } catch (IllegalArgumentException e) {
+            uuid = null;
+        }
+        return (uuid == null ? Optional.<UploadEntity>empty() : uploads.findByIdAndTenant(uuid, tenant))
+                .orElseThrow(() -> new dev.hexforge.contracts.InvalidJobSpecException(List.of(new dev.hexforge.contracts.Problem(
+                        "model.upload", "no upload '" + id + "'; upload the model first (POST /api/v1/uploads or `hexforge upload DIR`)"))));
     }
 
     private void dispatch(JobEntity j, JobSpec spec, Stage stage, List<ArtifactRef> inputs) {

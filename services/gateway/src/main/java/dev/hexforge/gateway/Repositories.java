@@ -23,3 +23,9 @@ interface AttemptRepository extends JpaRepository<AttemptEntity, UUID> {
 interface OutboxRepository extends JpaRepository<OutboxEntity, Long> {
     List<OutboxEntity> findTop100BySentAtIsNullOrderByIdAsc();
 }
+
+interface UploadRepository extends JpaRepository<UploadEntity, UUID> {
+    Optional<UploadEntity> findByIdAndTenant(UUID id, String tenant);
+
+    Page<UploadEntity> findByTenantOrderByCreatedAtDesc(String tenant, Pageable page);
+}

@@ -68,7 +68,8 @@ class FleetIntegrationTest {
                 "--hexforge.work-dir=" + home.resolve("work-a"), "--hexforge.signing.key=" + home.resolve("signing-key.pem"),
                 "--hexforge.signing.generate=true", "--hexforge.internal-token=internal-secret", "--hexforge.download-url-ttl=3s");
         gateway = new SpringApplicationBuilder(GatewayApplication.class).run(kafka, "--server.port=0", "--hexforge.stages=quantize,export,sign",
-                db, dbUser, dbPassword, "--hexforge.internal-token=internal-secret", "--hexforge.artifact-service.url=http://127.0.0.1:"
+                db, dbUser, dbPassword, "--hexforge.s3.endpoint=" + infra.s3().endpoint(), "--hexforge.s3.secret-key=s3-secret",
+                "--hexforge.uploads.max-size=8MB", "--hexforge.internal-token=internal-secret", "--hexforge.artifact-service.url=http://127.0.0.1:"
                         + artifactService.getEnvironment().getProperty("local.server.port"));
         base = "http://127.0.0.1:" + gateway.getEnvironment().getProperty("local.server.port") + "/api/v1/jobs";
         TokenService tokens = gateway.getBean(TokenService.class);
@@ -375,5 +376,123 @@ class FleetIntegrationTest {
         IllegalArgumentException notYours = assertThrows(IllegalArgumentException.class,
                 () -> new dev.hexforge.client.ArtifactDownloader(other).download(artifact, home.resolve("dl-other"), null, (p, d, n) -> { }));
         assertTrue(notYours.getMessage().contains("404"), notYours.getMessage());
+    }
+
+    static byte[] tarGz(Path folder, String top, String extraEntry) throws Exception {
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        try (var gz = new java.util.zip.GZIPOutputStream(bytes);
+             var tar = new org.apache.commons.compress.archivers.tar.TarArchiveOutputStream(gz)) {
+            try (var files = Files.list(folder)) {
+                for (Path f : files.filter(Files::isRegularFile).sorted().toList()) {
+                    var e = new org.apache.commons.compress.archivers.tar.TarArchiveEntry(top + "/" + f.getFileName());
+                    e.setSize(Files.size(f));
+                    tar.putArchiveEntry(e);
+                    Files.copy(f, tar);
+                    tar.closeArchiveEntry();
+                }
+            }
+            if (extraEntry != null) {
+                var e = new org.apache.commons.compress.archivers.tar.TarArchiveEntry(extraEntry, true);
+                e.setSize(4);
+                tar.putArchiveEntry(e);
+                tar.write("boom".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                tar.closeArchiveEntry();
+            }
+        }
+        return bytes.toByteArray();
+    }
+
+    static Reply upload(String name, byte[] body, String tenant) throws Exception {
+        HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create(base.replace("/jobs", "/uploads?name=") + name))
+                .header("Authorization", "Bearer " + TOKENS.get(tenant)).header("Content-Type", "application/octet-stream")
+                .POST(HttpRequest.BodyPublishers.ofByteArray(body)).build(), HttpResponse.BodyHandlers.ofString());
+        return new Reply(r.statusCode(), JSON.readTree(r.body()));
+    }
+
+    /** Objects under uploads/ in storage, to prove a refused upload left nothing behind. */
+    static long storedUploads() throws Exception {
+        io.minio.MinioClient s3 = io.minio.MinioClient.builder().endpoint(infra.s3().endpoint())
+                .credentials(infra.s3().accessKey(), infra.s3().secretKey()).build();
+        long n = 0;
+        for (var ignored : s3.listObjects(io.minio.ListObjectsArgs.builder().bucket(ArtifactStore.BUCKET).prefix("uploads/")
+                .recursive(true).build())) {
+            n++;
+        }
+        return n;
+    }
+
+    /** Sends a request by hand (headers, then part of a body) and returns the status line of the answer. */
+    static String raw(String head, byte[] body, int send) throws Exception {
+        URI u = URI.create(base);
+        try (java.net.Socket s = new java.net.Socket(u.getHost(), u.getPort())) {
+            s.setSoTimeout(30_000);
+            var out = s.getOutputStream();
+            out.write(head.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            try {
+                out.write(body, 0, send);
+                out.flush();
+                s.shutdownOutput(); // the client goes away mid-body
+            } catch (java.io.IOException serverClosedFirst) {
+                // the gateway answered and closed before the body was sent: read what it said
+            }
+            return new java.io.BufferedReader(new java.io.InputStreamReader(s.getInputStream(), java.nio.charset.StandardCharsets.US_ASCII))
+                    .readLine();
+        }
+    }
+
+    @Test
+    void anUploadedModelArchiveRunsThroughAJob() throws Exception {
+        Reply up = upload("qwen2-tiny.tar.gz", tarGz(Fixtures.qwen2Tiny(), "qwen2-tiny", null), "acme");
+        assertEquals(201, up.status(), up.body().toString());
+        assertEquals("tar.gz", up.body().path("format").asText());
+        String uploadId = up.body().path("id").asText();
+        assertEquals(200, call("GET", base.replace("/jobs", "/uploads/") + uploadId, null, null, "acme").status());
+        assertEquals(404, call("GET", base.replace("/jobs", "/uploads/") + uploadId, null, null, "someone-else").status());
+
+        String spec = "model:\n  upload: " + uploadId + "\nstages: [export]\nexport:\n  variant: dynamic\n";
+        Reply created = call("POST", base, spec, "application/yaml", "acme");
+        assertEquals(201, created.status(), created.body().toString());
+        assertEquals("qwen2-tiny.tar.gz", created.body().path("name").asText());
+        JsonNode job = awaitState(created.body().path("id").asText(), "acme", "completed", "failed");
+        assertEquals("completed", job.path("state").asText(), job.toString());
+        assertEquals("onnx-dynamic", job.path("stages").get(0).path("outputs").get(0).path("kind").asText());
+
+        Reply foreign = call("POST", base, spec, "application/yaml", "someone-else");
+        assertEquals(400, foreign.status(), "another tenant's upload cannot be used");
+        assertTrue(foreign.body().path("problems").toString().contains("model.upload"), foreign.body().toString());
+    }
+
+    @Test
+    void badUploadsGetAClear4xxAndLeaveNothingStored() throws Exception {
+        long before = storedUploads();
+        String auth = "Authorization: Bearer " + TOKENS.get("acme") + "\r\n";
+        String huge = raw("POST /api/v1/uploads?name=huge.tar.gz HTTP/1.1\r\nHost: x\r\n" + auth
+                + "Content-Type: application/octet-stream\r\nContent-Length: 10737418240\r\n\r\n", new byte[1 << 16], 1 << 16);
+        assertTrue(huge.contains(" 413"), "a 10 GB upload over the 8 MB limit: " + huge);
+
+        byte[] nine = new byte[9 << 20];
+        HttpResponse<String> streamed = HTTP.send(HttpRequest.newBuilder(URI.create(base.replace("/jobs", "/uploads?name=x.tar")))
+                .header("Authorization", "Bearer " + TOKENS.get("acme")).header("Content-Type", "application/octet-stream")
+                .POST(HttpRequest.BodyPublishers.ofInputStream(() -> new java.io.ByteArrayInputStream(nine))).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(413, streamed.statusCode(), "no length given, more than the limit sent: " + streamed.body());
+
+        byte[] archive = tarGz(Fixtures.qwen2Tiny(), "m", null);
+        String cut = raw("POST /api/v1/uploads?name=cut.tar.gz HTTP/1.1\r\nHost: x\r\n" + auth
+                + "Content-Type: application/octet-stream\r\nContent-Length: " + archive.length + "\r\n\r\n", archive, archive.length / 2);
+        assertTrue(cut.contains(" 400"), "an upload cut off halfway: " + cut);
+
+        Reply hostile = upload("evil.tar.gz", tarGz(Fixtures.qwen2Tiny(), "m", "../../etc/cron.d/evil"), "acme");
+        assertEquals(400, hostile.status());
+        assertTrue(hostile.body().path("error").asText().contains("climbs out"), hostile.body().toString());
+        Reply notArchive = upload("model.safetensors", "not an archive".getBytes(java.nio.charset.StandardCharsets.UTF_8), "acme");
+        assertEquals(400, notArchive.status());
+        assertTrue(notArchive.body().path("error").asText().contains("not a zip, tar or tar.gz"), notArchive.body().toString());
+        assertEquals(400, upload("a%2Fb", new byte[10], "acme").status(), "a name with a slash");
+
+        assertEquals(before, storedUploads(), "nothing half-written in storage");
+        Reply unknown = call("POST", base, "model:\n  upload: 7d444840-9dc0-11d1-b245-5ffdce74fad2\nstages: [export]\n", "application/yaml", "acme");
+        assertEquals(400, unknown.status());
+        assertTrue(unknown.body().path("problems").toString().contains("upload the model first"), unknown.body().toString());
     }
 }

@@ -22,7 +22,7 @@ public interface Attempt {
 
     /**
      * The model this stage works on: the previous stage's output folder (downloaded to {@code dir()/in/model}) when
-     * there is one, else the job's {@code model.path}.
+     * there is one, else the job's uploaded archive (unpacked once into the service's cache), else its {@code model.path}.
      */
     Path model();
 

@@ -6,6 +6,7 @@ import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.contracts.Topics;
 import dev.hexforge.io.Folders;
+import dev.hexforge.io.ModelArchive;
 import dev.hexforge.safetensors.SafetensorsException;
 import dev.hexforge.store.ArtifactStore;
 import dev.hexforge.tokenizer.TokenizerException;
@@ -55,7 +56,7 @@ public abstract class StageWorker {
      */
     protected StageEvents.StageError triage(Exception e) {
         String msg = message(e);
-        if (e instanceof CheckpointException || e instanceof TokenizerException) {
+        if (e instanceof CheckpointException || e instanceof TokenizerException || e instanceof ModelArchive.ArchiveException) {
             return new StageEvents.StageError("MODEL_INVALID", msg, "check config.json, the weights and tokenizer.json of the model folder");
         }
         if (e instanceof SafetensorsException) {
@@ -123,6 +124,34 @@ public abstract class StageWorker {
         }
     }
 
+    /**
+     * An uploaded model archive, unpacked once per content into {@code work/cache/<sha256>} and reused by later
+     * attempts; the archive's digest is checked as it streams in.
+     */
+    private synchronized Path unpacked(StageEvents.ArtifactRef archive) {
+        Path cached = work.resolve("cache").resolve(archive.sha256());
+        if (Files.isDirectory(cached)) {
+            return cached;
+        }
+        try {
+            Files.createDirectories(cached.getParent());
+            java.security.MessageDigest md = java.security.MessageDigest.getInstance("SHA-256");
+            try (java.io.InputStream in = new java.security.DigestInputStream(store.getStream(archive.key()), md)) {
+                ModelArchive.extract(in, cached, ModelArchive.Limits.DEFAULT);
+                in.transferTo(java.io.OutputStream.nullOutputStream()); // the archive's tail, for the digest
+            }
+            String got = java.util.HexFormat.of().formatHex(md.digest());
+            if (!got.equals(archive.sha256())) {
+                Folders.deleteTree(cached);
+                throw new ArtifactStore.StoreException("uploaded archive " + archive.id() + " is corrupt in storage: sha256 " + got
+                        + ", uploaded as " + archive.sha256());
+            }
+            return cached;
+        } catch (java.io.IOException | java.security.NoSuchAlgorithmException e) {
+            throw new ArtifactStore.StoreException("unpacking uploaded archive " + archive.id() + ": " + e.getMessage(), e);
+        }
+    }
+
     private void send(String key, String payload) {
         try {
             kafka.send(Topics.STAGE_EVENTS, key, payload).get(30, TimeUnit.SECONDS);
@@ -157,15 +186,14 @@ public abstract class StageWorker {
             if (model != null) {
                 return model;
             }
-            if (!req.inputs().isEmpty()) {
+            if (!req.inputs().isEmpty() && req.inputs().get(0).kind().equals(StageEvents.MODEL_ARCHIVE)) {
+                model = unpacked(req.inputs().get(0));
+            } else if (!req.inputs().isEmpty()) {
                 Path in = dir.resolve("in").resolve("model"); // a stable name: exports record it
                 store.getFolder(req.inputs().get(0).sha256(), in);
                 model = in;
-            } else if (req.spec().model().path() != null) {
-                model = Path.of(req.spec().model().path());
             } else {
-                throw new IllegalArgumentException("model uploads are not supported by the " + stage.id()
-                        + " service yet; give model.path");
+                model = Path.of(req.spec().model().path());
             }
             return model;
         }
