@@ -88,6 +88,25 @@ public final class GatewayClient {
         }
     }
 
+    /** Streams a body of unknown length to {@code POST /api/v1/uploads?name=...} (chunked; nothing held whole). */
+    public Reply upload(String name, java.util.function.Supplier<java.io.InputStream> body) {
+        HttpRequest req = HttpRequest.newBuilder(URI.create(base + "/api/v1/uploads?name="
+                        + java.net.URLEncoder.encode(name, java.nio.charset.StandardCharsets.UTF_8)))
+                .header("Authorization", "Bearer " + token).header("Content-Type", "application/octet-stream")
+                .POST(HttpRequest.BodyPublishers.ofInputStream(body)).build();
+        try {
+            HttpResponse<String> r = http.send(req, HttpResponse.BodyHandlers.ofString());
+            return new Reply(r.statusCode(), r.body().isBlank() ? JSON.createObjectNode() : JSON.readTree(r.body()));
+        } catch (ConnectException e) {
+            throw new IllegalArgumentException("the gateway at " + base + " is not reachable: start it with `hexforge up` or set HEXFORGE_URL");
+        } catch (IOException e) {
+            throw new IllegalArgumentException("uploading to " + base + ": " + e.getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
+    }
+
     /** The body of a 2xx reply; anything else becomes an error naming what the gateway said. */
     public JsonNode ok(Reply r) {
         if (r.status() / 100 == 2) {

@@ -15,6 +15,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
 import java.util.zip.GZIPInputStream;
 
@@ -72,6 +73,36 @@ public final class ModelArchive {
             throw new ArchiveException("unpacking into " + dir + ": " + e.getMessage(), e);
         } finally {
             Folders.deleteQuietly(staging);
+        }
+    }
+
+    /** Packs a folder's regular files as tar.gz (paths relative to it, sorted); links and special files are refused. */
+    public static void pack(Path dir, OutputStream out) {
+        try (java.util.zip.GZIPOutputStream gz = new java.util.zip.GZIPOutputStream(out, 1 << 16);
+             org.apache.commons.compress.archivers.tar.TarArchiveOutputStream tar =
+                     new org.apache.commons.compress.archivers.tar.TarArchiveOutputStream(gz)) {
+            tar.setLongFileMode(org.apache.commons.compress.archivers.tar.TarArchiveOutputStream.LONGFILE_POSIX);
+            tar.setBigNumberMode(org.apache.commons.compress.archivers.tar.TarArchiveOutputStream.BIGNUMBER_POSIX);
+            List<Path> files;
+            try (var walk = Files.walk(dir)) {
+                files = walk.filter(p -> !p.equals(dir)).sorted().toList();
+            }
+            for (Path f : files) {
+                String name = dir.relativize(f).toString().replace('\\', '/');
+                if (Files.isSymbolicLink(f) || !(Files.isRegularFile(f) || Files.isDirectory(f))) {
+                    throw new ArchiveException("'" + name + "' is a link or special file; only regular files are packed");
+                }
+                if (Files.isDirectory(f)) {
+                    continue;
+                }
+                TarArchiveEntry e = new TarArchiveEntry(name);
+                e.setSize(Files.size(f));
+                tar.putArchiveEntry(e);
+                Files.copy(f, tar);
+                tar.closeArchiveEntry();
+            }
+        } catch (IOException e) {
+            throw new ArchiveException("packing " + dir + ": " + e.getMessage(), e);
         }
     }
 

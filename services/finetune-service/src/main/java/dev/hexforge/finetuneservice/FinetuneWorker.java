@@ -90,7 +90,8 @@ class FinetuneWorker extends StageWorker {
                     a.progress(95.0 * m.step() / m.totalSteps(), String.format("step %d/%d, loss %.4f", m.step(),
                             m.totalSteps(), m.loss()), finite(Map.of("step", (double) m.step(), "epoch", (double) m.epoch(),
                             "loss", m.loss(), "learningRate", m.learningRate(), "tokensPerSecond", m.tokensPerSecond(),
-                            "etaSeconds", m.etaSeconds())), false);
+                            "etaSeconds", m.etaSeconds())), m.step() == 1 || m.step() == m.totalSteps()); // the curve's ends always
+
                 }
 
                 @Override

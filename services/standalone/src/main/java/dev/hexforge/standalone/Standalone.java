@@ -115,7 +115,7 @@ public final class Standalone implements AutoCloseable {
             services.add(artifacts);
             ConfigurableApplicationContext gateway = new SpringApplicationBuilder(GatewayApplication.class).run(kafka,
                     "--hexforge.stages=" + STAGES, "--hexforge.bootstrap-token-file=" + tokenFile(home),
-                    "--server.port=" + gatewayPort, db[0], db[1], db[2], internal, "--hexforge.artifact-service.url=http://127.0.0.1:"
+                    "--server.port=" + gatewayPort, db[0], db[1], db[2], internal, s3, "--hexforge.s3.secret-key=" + secret, "--hexforge.artifact-service.url=http://127.0.0.1:"
                             + artifacts.getEnvironment().getProperty("local.server.port"), "--spring.main.banner-mode=off");
             return new Standalone(infra, services, gateway, secret);
         } catch (RuntimeException e) {

@@ -160,4 +160,18 @@ class CliAgainstFleetTest {
         assertTrue(r.err().contains("400") && r.err().contains("quantize.bits: must be between 2 and 8")
                 && r.err().contains("colour: unknown field"), r.err());
     }
+
+    @Test
+    void aModelFolderIsUploadedAndAJobRunsOnIt() throws Exception {
+        Run up = cli("upload", Fixtures.qwen2Tiny().toString(), "--json");
+        assertEquals(0, up.exit(), up.err());
+        JsonNode upload = new ObjectMapper().readTree(up.out());
+        assertEquals("tar.gz", upload.path("format").asText());
+        assertTrue(upload.path("files").asInt() >= 4, upload.toString());
+        Path spec = home.resolve("uploaded.yaml");
+        Files.writeString(spec, "model:\n  upload: " + upload.path("id").asText() + "\nstages: [export]\nexport:\n  variant: dynamic\n");
+        Run r = cli("submit", spec.toString(), "--watch", "--json");
+        assertEquals(0, r.exit(), r.err() + r.out());
+        assertEquals("completed", new ObjectMapper().readTree(r.out()).path("state").asText());
+    }
 }
