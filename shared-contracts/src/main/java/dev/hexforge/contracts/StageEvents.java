@@ -28,6 +28,10 @@ public final class StageEvents {
         return java.util.UUID.nameUUIDFromBytes((attemptId + "/" + sha256).getBytes(java.nio.charset.StandardCharsets.UTF_8)).toString();
     }
 
+    /** Tells every stage service to stop an attempt (the job was cancelled), on {@link Topics#CONTROL}. */
+    public record Cancel(int schemaVersion, String jobId, String attemptId, Instant at) {
+    }
+
     /** A typed failure a user can act on. */
     public record StageError(String code, String message, String hint) {
     }

@@ -5,6 +5,9 @@ public final class Topics {
     /** Events every stage service emits (progress, completed, failed), consumed by the gateway. */
     public static final String STAGE_EVENTS = "hexforge.stage-events.v1";
 
+    /** Control messages every stage service instance receives (each in its own group): cancellations. */
+    public static final String CONTROL = "hexforge.control.v1";
+
     private Topics() {
     }
 

@@ -7,11 +7,13 @@ import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.signing.Provenance;
 import dev.hexforge.signing.SigningException;
 import dev.hexforge.stage.Attempt;
+import dev.hexforge.stage.StageServiceConfig;
 import dev.hexforge.stage.StageWorker;
 import dev.hexforge.store.ArtifactStore;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.core.KafkaTemplate;
+import org.springframework.kafka.support.Acknowledgment;
 import org.springframework.stereotype.Component;
 
 import java.io.IOException;
@@ -44,9 +46,10 @@ class SignWorker extends StageWorker {
         this.keys = keys;
     }
 
-    @KafkaListener(topics = "hexforge.stage.sign.requests.v1", groupId = "hexforge-artifact-service-sign")
-    void onRequest(String payload) {
-        handle(payload);
+    @KafkaListener(id = "sign-requests", topics = "hexforge.stage.sign.requests.v1", groupId = "hexforge-artifact-service-sign",
+            containerFactory = StageServiceConfig.STAGE_REQUESTS)
+    void onRequest(String payload, Acknowledgment ack) {
+        submit(payload, ack);
     }
 
     @Override

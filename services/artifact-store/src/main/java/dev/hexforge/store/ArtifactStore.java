@@ -60,6 +60,16 @@ public final class ArtifactStore {
         }
     }
 
+    /** Where a stage service keeps an attempt's completed event (a redelivered request re-emits it). */
+    public static String resultKey(String attemptId) {
+        return "attempts/" + attemptId + "/completed.json";
+    }
+
+    /** The gateway's mark on a cancelled attempt: a service that takes its request later drops it. */
+    public static String cancelledKey(String attemptId) {
+        return "attempts/" + attemptId + "/cancelled";
+    }
+
     public static String key(String sha256) {
         return "objects/" + sha256;
     }

@@ -15,11 +15,13 @@ import dev.hexforge.quant.QuantizedModel;
 import dev.hexforge.quant.onnx.MatMulNBitsFormat;
 import dev.hexforge.quant.onnx.QdqFormat;
 import dev.hexforge.stage.Attempt;
+import dev.hexforge.stage.StageServiceConfig;
 import dev.hexforge.stage.StageWorker;
 import dev.hexforge.store.ArtifactStore;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.core.KafkaTemplate;
+import org.springframework.kafka.support.Acknowledgment;
 import org.springframework.stereotype.Component;
 
 import java.nio.file.Path;
@@ -35,9 +37,10 @@ class ExportWorker extends StageWorker {
         super(Stage.EXPORT, kafka, store, work, Duration.ofSeconds(5));
     }
 
-    @KafkaListener(topics = "hexforge.stage.export.requests.v1", groupId = "hexforge-export-service")
-    void onRequest(String payload) {
-        handle(payload);
+    @KafkaListener(id = "export-requests", topics = "hexforge.stage.export.requests.v1", groupId = "hexforge-export-service",
+            containerFactory = StageServiceConfig.STAGE_REQUESTS)
+    void onRequest(String payload, Acknowledgment ack) {
+        submit(payload, ack);
     }
 
     @Override

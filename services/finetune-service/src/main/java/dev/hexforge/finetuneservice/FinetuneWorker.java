@@ -20,12 +20,14 @@ import dev.hexforge.lora.train.TrainingListener;
 import dev.hexforge.lora.train.TrainingOptions;
 import dev.hexforge.lora.train.TrainingReport;
 import dev.hexforge.stage.Attempt;
+import dev.hexforge.stage.StageServiceConfig;
 import dev.hexforge.stage.StageWorker;
 import dev.hexforge.store.ArtifactStore;
 import dev.hexforge.tokenizer.Tokenizer;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.core.KafkaTemplate;
+import org.springframework.kafka.support.Acknowledgment;
 import org.springframework.stereotype.Component;
 
 import java.nio.file.Path;
@@ -47,9 +49,10 @@ class FinetuneWorker extends StageWorker {
         super(Stage.FINETUNE, kafka, store, work, Duration.ofSeconds(3));
     }
 
-    @KafkaListener(topics = "hexforge.stage.finetune.requests.v1", groupId = "hexforge-finetune-service")
-    void onRequest(String payload) {
-        handle(payload);
+    @KafkaListener(id = "finetune-requests", topics = "hexforge.stage.finetune.requests.v1", groupId = "hexforge-finetune-service",
+            containerFactory = StageServiceConfig.STAGE_REQUESTS)
+    void onRequest(String payload, Acknowledgment ack) {
+        submit(payload, ack);
     }
 
     static String checkpointMarker(String jobId) {

@@ -7,11 +7,13 @@ import dev.hexforge.lora.LoraAdapter;
 import dev.hexforge.lora.LoraException;
 import dev.hexforge.lora.LoraMerge;
 import dev.hexforge.stage.Attempt;
+import dev.hexforge.stage.StageServiceConfig;
 import dev.hexforge.stage.StageWorker;
 import dev.hexforge.store.ArtifactStore;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.core.KafkaTemplate;
+import org.springframework.kafka.support.Acknowledgment;
 import org.springframework.stereotype.Component;
 
 import java.nio.file.Path;
@@ -27,9 +29,10 @@ class MergeWorker extends StageWorker {
         super(Stage.MERGE, kafka, store, work, Duration.ofSeconds(5));
     }
 
-    @KafkaListener(topics = "hexforge.stage.merge.requests.v1", groupId = "hexforge-finetune-service")
-    void onRequest(String payload) {
-        handle(payload);
+    @KafkaListener(id = "merge-requests", topics = "hexforge.stage.merge.requests.v1", groupId = "hexforge-finetune-service",
+            containerFactory = StageServiceConfig.STAGE_REQUESTS)
+    void onRequest(String payload, Acknowledgment ack) {
+        submit(payload, ack);
     }
 
     @Override

@@ -31,8 +31,10 @@ class JobController {
     private final JobService jobs;
     private final JobRepository repo;
     private final JobEventHub hub;
+    private final dev.hexforge.store.ArtifactStore store;
 
-    JobController(JobService jobs, JobRepository repo, JobEventHub hub) {
+    JobController(JobService jobs, JobRepository repo, JobEventHub hub, dev.hexforge.store.ArtifactStore store) {
+        this.store = store;
         this.hub = hub;
         this.jobs = jobs;
         this.repo = repo;
@@ -82,7 +84,10 @@ class JobController {
 
     @PostMapping("/{id}/cancel")
     Map<String, Object> cancel(@PathVariable UUID id, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) {
-        return view(jobs.cancel(id, tenant), false);
+        JobEntity j = jobs.cancel(id, tenant);
+        // running attempts stop on the control message; this marker stops one still queued when a service takes it
+        store.putBytes(dev.hexforge.store.ArtifactStore.cancelledKey(j.currentAttempt.toString()), new byte[0], "application/octet-stream");
+        return view(j, false);
     }
 
     @PostMapping("/{id}/resume")

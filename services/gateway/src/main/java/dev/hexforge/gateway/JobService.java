@@ -182,6 +182,14 @@ public class JobService {
             a.state = AttemptEntity.State.CANCELLED;
             a.finishedAt = Instant.now();
         });
+        OutboxEntity m = new OutboxEntity();
+        m.topic = Topics.CONTROL;
+        m.messageKey = j.id.toString();
+        m.payload = ContractsJson.write(new StageEvents.Cancel(StageEvents.SCHEMA_VERSION, j.id.toString(), j.currentAttempt.toString(),
+                Instant.now()));
+        m.createdAt = Instant.now();
+        outbox.save(m);
+        LOG.info("job {} cancelled at {}", j.id, j.currentStage);
         return j;
     }
 
@@ -200,6 +208,41 @@ public class JobService {
         j.errorHint = null;
         dispatch(j, ContractsJson.read(j.spec, JobSpec.class), Stage.parse(last.stage), inputs);
         return j;
+    }
+
+    /**
+     * An attempt that went silent (no progress, not even the service's heartbeat, for the stall timeout): its service
+     * died or hangs. It is superseded by a new attempt of the same stage with the same inputs, unless the stage has had
+     * {@code maxAttempts} already; then the job fails with the stall as its error.
+     */
+    @Transactional
+    public void redispatchStalled(UUID attemptId, java.time.Duration silence, int maxAttempts) {
+        AttemptEntity a = attempts.findById(attemptId).orElse(null);
+        JobEntity j = a == null ? null : jobs.findById(a.jobId).orElse(null);
+        if (j == null || j.state != JobEntity.State.RUNNING || !a.id.equals(j.currentAttempt)
+                || a.state != AttemptEntity.State.RUNNING) {
+            return;
+        }
+        Instant now = Instant.now();
+        String msg = "no progress from the " + a.stage + " service for " + silence.toSeconds() + " s (it stopped or hangs)";
+        a.state = AttemptEntity.State.FAILED;
+        a.finishedAt = now;
+        a.updatedAt = now;
+        a.errorCode = "STAGE_STALLED";
+        a.errorMessage = msg;
+        if (a.attemptNo >= maxAttempts) {
+            a.errorHint = "check the " + a.stage + " service's logs and resources, then resume the job";
+            j.state = JobEntity.State.FAILED;
+            j.errorCode = a.errorCode;
+            j.errorMessage = msg + "; gave up after " + a.attemptNo + " attempts";
+            j.errorHint = a.errorHint;
+            j.updatedAt = now;
+            LOG.info("job {} failed: {} stalled {} times", j.id, a.stage, a.attemptNo);
+            return;
+        }
+        a.errorHint = "re-dispatched as attempt " + (a.attemptNo + 1);
+        LOG.info("job {}: {} attempt {} stalled; re-dispatching", j.id, a.stage, a.attemptNo);
+        dispatch(j, ContractsJson.read(j.spec, JobSpec.class), Stage.parse(a.stage), List.of(ContractsJson.read(a.inputs, ArtifactRef[].class)));
     }
 
     public JobEntity get(UUID id, String tenant) {

@@ -18,6 +18,8 @@ interface JobRepository extends JpaRepository<JobEntity, UUID> {
 
 interface AttemptRepository extends JpaRepository<AttemptEntity, UUID> {
     List<AttemptEntity> findByJobIdOrderByStartedAtAsc(UUID jobId);
+
+    List<AttemptEntity> findByStateAndUpdatedAtBefore(AttemptEntity.State state, java.time.Instant before);
 }
 
 interface OutboxRepository extends JpaRepository<OutboxEntity, Long> {

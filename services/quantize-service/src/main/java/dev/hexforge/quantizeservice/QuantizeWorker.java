@@ -16,11 +16,13 @@ import dev.hexforge.quant.QuantizePipeline;
 import dev.hexforge.quant.gptq.Gptq;
 import dev.hexforge.stage.Attempt;
 import dev.hexforge.stage.StageFailure;
+import dev.hexforge.stage.StageServiceConfig;
 import dev.hexforge.stage.StageWorker;
 import dev.hexforge.store.ArtifactStore;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.core.KafkaTemplate;
+import org.springframework.kafka.support.Acknowledgment;
 import org.springframework.stereotype.Component;
 
 import java.nio.file.Path;
@@ -40,9 +42,10 @@ class QuantizeWorker extends StageWorker {
         super(Stage.QUANTIZE, kafka, store, work, Duration.ofSeconds(5));
     }
 
-    @KafkaListener(topics = "hexforge.stage.quantize.requests.v1", groupId = "hexforge-quantize-service")
-    void onRequest(String payload) {
-        handle(payload);
+    @KafkaListener(id = "quantize-requests", topics = "hexforge.stage.quantize.requests.v1", groupId = "hexforge-quantize-service",
+            containerFactory = StageServiceConfig.STAGE_REQUESTS)
+    void onRequest(String payload, Acknowledgment ack) {
+        submit(payload, ack);
     }
 
     @Override

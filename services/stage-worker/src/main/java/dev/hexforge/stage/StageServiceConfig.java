@@ -1,18 +1,72 @@
 package dev.hexforge.stage;
 
+import dev.hexforge.contracts.ContractsJson;
+import dev.hexforge.contracts.StageEvents;
+import dev.hexforge.contracts.Topics;
 import dev.hexforge.store.ArtifactStore;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.kafka.annotation.KafkaListener;
+import org.springframework.kafka.config.ConcurrentKafkaListenerContainerFactory;
+import org.springframework.kafka.core.ConsumerFactory;
+import org.springframework.kafka.listener.ContainerProperties;
 
-/** The beans every stage service needs besides Kafka: the artifact store from {@code hexforge.s3.*}. */
+import java.util.List;
+
+/**
+ * The beans every stage service needs besides Kafka: the artifact store from {@code hexforge.s3.*}, the container
+ * factory of stage-request listeners (offsets committed by the worker when an attempt ends), and the listener of
+ * cancellations.
+ */
 @Configuration
 public class StageServiceConfig {
+    /** Container factory name for stage-request listeners. */
+    public static final String STAGE_REQUESTS = "stageRequests";
 
     @Bean
     ArtifactStore artifactStore(@Value("${hexforge.s3.endpoint}") String endpoint,
                                 @Value("${hexforge.s3.access-key}") String access,
                                 @Value("${hexforge.s3.secret-key}") String secret) {
         return new ArtifactStore(endpoint, access, secret);
+    }
+
+    @Bean(STAGE_REQUESTS)
+    ConcurrentKafkaListenerContainerFactory<String, String> stageRequests(ConsumerFactory<String, String> consumers) {
+        ConcurrentKafkaListenerContainerFactory<String, String> f = new ConcurrentKafkaListenerContainerFactory<>();
+        f.setConsumerFactory(consumers);
+        f.getContainerProperties().setAckMode(ContainerProperties.AckMode.MANUAL);
+        return f;
+    }
+
+    @Bean
+    CancelListener cancelListener(List<StageWorker> workers) {
+        return new CancelListener(workers);
+    }
+
+    /**
+     * Cancellations reach every instance: each listens in a group of its own, from the latest message on (an attempt
+     * cancelled before this instance started is caught by the marker the gateway leaves in storage).
+     */
+    static final class CancelListener {
+        private static final Logger LOG = LoggerFactory.getLogger(CancelListener.class);
+        private final List<StageWorker> workers;
+
+        CancelListener(List<StageWorker> workers) {
+            this.workers = workers;
+        }
+
+        @KafkaListener(topics = Topics.CONTROL, groupId = "hexforge-control-#{T(java.util.UUID).randomUUID()}",
+                properties = "auto.offset.reset=latest")
+        void onControl(String payload) {
+            try {
+                StageEvents.Cancel c = ContractsJson.read(payload, StageEvents.Cancel.class);
+                workers.forEach(w -> w.cancel(c.attemptId()));
+            } catch (IllegalArgumentException e) {
+                LOG.warn("unreadable control message dropped: {}", e.getMessage());
+            }
+        }
     }
 }

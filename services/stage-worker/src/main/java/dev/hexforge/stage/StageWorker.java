@@ -12,7 +12,11 @@ import dev.hexforge.store.ArtifactStore;
 import dev.hexforge.tokenizer.TokenizerException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 import org.springframework.kafka.core.KafkaTemplate;
+import org.springframework.kafka.support.Acknowledgment;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -28,15 +32,29 @@ import java.util.concurrent.TimeUnit;
  * already finished (a redelivery), report progress, give the pass a scratch folder and its input model, store the
  * result before announcing it, and turn failures into a failed event with a code and a hint. A subclass names its
  * stage, runs its pass in {@link #run} and may map its own exceptions in {@link #triage}; its {@code @KafkaListener}
- * calls {@link #handle}.
+ * (id {@code <stage>-requests}, container factory {@link StageServiceConfig#STAGE_REQUESTS}) calls {@link #submit}.
+ * <p>
+ * Attempts run on a bounded pool ({@code hexforge.worker.threads}, default 1). While the pool is full the listener's
+ * partitions are paused, so the consumer keeps polling (a run of hours never trips {@code max.poll.interval.ms}) and
+ * takes no new request; a request's offset is committed when its attempt ends, so one whose service died mid-run is
+ * delivered again when the service (or another replica) comes back. While an attempt runs, its last progress is
+ * repeated every {@code hexforge.worker.heartbeat} (10 s) when the pass says nothing, so the gateway can tell a
+ * silent pass from a dead service. A cancelled attempt stops at its next progress report.
  */
-public abstract class StageWorker {
+public abstract class StageWorker implements org.springframework.beans.factory.DisposableBean {
     private static final Logger LOG = LoggerFactory.getLogger(StageWorker.class);
     private final Stage stage;
     private final KafkaTemplate<String, String> kafka;
     private final ArtifactStore store;
     private final Path work;
     private final Duration progressInterval;
+    private final java.util.concurrent.ConcurrentHashMap<String, AttemptImpl> running = new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
+    private int threads = 1;
+    private Duration heartbeat = Duration.ofSeconds(10);
+    private java.util.concurrent.ExecutorService pool;
+    private java.util.concurrent.ScheduledExecutorService beats;
+    private KafkaListenerEndpointRegistry registry;
 
     protected StageWorker(Stage stage, KafkaTemplate<String, String> kafka, ArtifactStore store, Path work,
                           Duration progressInterval) {
@@ -45,6 +63,87 @@ public abstract class StageWorker {
         this.store = store;
         this.work = work;
         this.progressInterval = progressInterval;
+    }
+
+    /** Pool size and heartbeat from configuration; the registry to pause and resume this stage's listener with. */
+    @Autowired
+    void configure(@Value("${hexforge.worker.threads:1}") int threads, @Value("${hexforge.worker.heartbeat:10s}") Duration heartbeat,
+                   KafkaListenerEndpointRegistry registry) {
+        this.threads = Math.max(1, threads);
+        this.heartbeat = heartbeat;
+        this.registry = registry;
+    }
+
+    private synchronized java.util.concurrent.ExecutorService pool() {
+        if (pool == null) {
+            java.util.concurrent.atomic.AtomicInteger n = new java.util.concurrent.atomic.AtomicInteger();
+            pool = java.util.concurrent.Executors.newFixedThreadPool(threads, r -> {
+                Thread t = new Thread(r, "hexforge-" + stage.id() + "-" + n.incrementAndGet());
+                t.setDaemon(true);
+                return t;
+            });
+            beats = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "hexforge-" + stage.id() + "-heartbeat");
+                t.setDaemon(true);
+                return t;
+            });
+            long every = Math.max(100, heartbeat.toMillis() / 2);
+            beats.scheduleWithFixedDelay(() -> running.values().forEach(AttemptImpl::beat), every, every, TimeUnit.MILLISECONDS);
+        }
+        return pool;
+    }
+
+    @Override
+    public void destroy() {
+        if (pool != null) {
+            pool.shutdownNow();
+            beats.shutdownNow();
+        }
+    }
+
+    /** The listener id a subclass gives its {@code @KafkaListener}. */
+    public String listenerId() {
+        return stage.id() + "-requests";
+    }
+
+    /**
+     * Takes a request from the listener: runs it on the pool, pausing the listener while the pool is full, and
+     * commits its offset when the attempt ends.
+     */
+    public void submit(String payload, Acknowledgment ack) {
+        if (inFlight.incrementAndGet() >= threads) {
+            container().pause();
+        }
+        pool().execute(() -> {
+            try {
+                handle(payload);
+            } finally {
+                Thread.interrupted(); // a cancellation's interrupt must not reach the next attempt on this thread
+                ack.acknowledge();
+                if (inFlight.decrementAndGet() < threads) {
+                    container().resume();
+                }
+            }
+        });
+    }
+
+    private org.springframework.kafka.listener.MessageListenerContainer container() {
+        org.springframework.kafka.listener.MessageListenerContainer c = registry.getListenerContainer(listenerId());
+        if (c == null) {
+            throw new IllegalStateException("no listener container '" + listenerId() + "': the " + stage.id()
+                    + " worker's @KafkaListener must have id = \"" + listenerId() + "\"");
+        }
+        return c;
+    }
+
+    /** Stops an attempt this instance is running (no-op otherwise): it ends at its next progress report. */
+    public void cancel(String attemptId) {
+        AttemptImpl a = running.get(attemptId);
+        if (a != null) {
+            LOG.info("{} attempt {} cancelled", stage.id(), attemptId);
+            a.cancelled = true;
+            a.thread.interrupt();
+        }
     }
 
     /** The pass: returns the completed event (build it with {@link Attempt#completed}) or throws. */
@@ -78,7 +177,7 @@ public abstract class StageWorker {
     }
 
     public static String resultKey(String attemptId) {
-        return "attempts/" + attemptId + "/completed.json";
+        return ArtifactStore.resultKey(attemptId);
     }
 
     protected Path work() {
@@ -104,22 +203,36 @@ public abstract class StageWorker {
                 send(req.jobId(), new String(store.getBytes(resultKey(req.attemptId())), StandardCharsets.UTF_8));
                 return;
             }
+            if (store.exists(ArtifactStore.cancelledKey(req.attemptId()))) {
+                LOG.info("attempt {} was cancelled before it started; dropped", req.attemptId());
+                return;
+            }
             Folders.deleteTree(dir);
             Files.createDirectories(dir);
             AttemptImpl attempt = new AttemptImpl(req, dir);
+            running.put(req.attemptId(), attempt);
             attempt.progress(0, startMessage(req), Map.of(), true);
             StageEvents.Completed done = run(attempt);
+            attempt.checkCancelled();
             store.putJson(resultKey(req.attemptId()), ContractsJson.MAPPER.valueToTree(done));
             send(req.jobId(), ContractsJson.write(done));
+        } catch (AttemptCancelledException c) {
+            LOG.info("{} attempt {} stopped: the job was cancelled", stage.id(), req.attemptId());
         } catch (StageFailure f) {
             LOG.info("{} attempt {} failed: {}", stage.id(), req.attemptId(), f.getMessage());
             send(req.jobId(), ContractsJson.write(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, req.jobId(),
                     req.attemptId(), stage, Instant.now(), f.error(), f.report())));
         } catch (Exception e) {
+            AttemptImpl a = running.get(req.attemptId());
+            if (a != null && a.cancelled) { // interrupted mid-I/O by the cancellation
+                LOG.info("{} attempt {} stopped: the job was cancelled ({})", stage.id(), req.attemptId(), e.getMessage());
+                return;
+            }
             LOG.info("{} attempt {} failed: {}", stage.id(), req.attemptId(), e.getMessage());
             send(req.jobId(), ContractsJson.write(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, req.jobId(),
                     req.attemptId(), stage, Instant.now(), triage(e), Map.of())));
         } finally {
+            running.remove(req.attemptId());
             Folders.deleteQuietly(dir);
         }
     }
@@ -160,15 +273,45 @@ public abstract class StageWorker {
         }
     }
 
+    /** Thrown into a pass at its next progress report once its attempt is cancelled. */
+    static final class AttemptCancelledException extends RuntimeException {
+        AttemptCancelledException(String attemptId) {
+            super("attempt " + attemptId + " was cancelled");
+        }
+    }
+
     private final class AttemptImpl implements Attempt {
         private final StageEvents.StageRequest req;
         private final Path dir;
-        private long lastProgress;
+        private final Thread thread = Thread.currentThread();
+        private volatile long lastProgress;
+        private volatile long lastSent;
+        private volatile String lastMessage = "";
+        private volatile boolean cancelled;
         private Path model;
 
         AttemptImpl(StageEvents.StageRequest req, Path dir) {
             this.req = req;
             this.dir = dir;
+        }
+
+        void checkCancelled() {
+            if (cancelled) {
+                throw new AttemptCancelledException(req.attemptId());
+            }
+        }
+
+        /** Repeats the last progress when nothing was sent for a heartbeat interval (from the heartbeat thread). */
+        void beat() {
+            if (!cancelled && System.nanoTime() - lastSent >= heartbeat.toNanos()) {
+                emit(-1, lastMessage, Map.of());
+            }
+        }
+
+        private void emit(double percent, String message, Map<String, Double> metrics) {
+            lastSent = System.nanoTime();
+            send(req.jobId(), ContractsJson.write(new StageEvents.Progress(StageEvents.SCHEMA_VERSION, req.jobId(),
+                    req.attemptId(), stage, Instant.now(), percent, message, metrics)));
         }
 
         @Override
@@ -200,13 +343,14 @@ public abstract class StageWorker {
 
         @Override
         public void progress(double percent, String message, Map<String, Double> metrics, boolean force) {
+            checkCancelled();
+            lastMessage = message;
             long now = System.nanoTime();
             if (!force && now - lastProgress < progressInterval.toNanos()) {
                 return;
             }
             lastProgress = now;
-            send(req.jobId(), ContractsJson.write(new StageEvents.Progress(StageEvents.SCHEMA_VERSION, req.jobId(),
-                    req.attemptId(), stage, Instant.now(), percent, message, metrics)));
+            emit(percent, message, metrics);
         }
 
         @Override

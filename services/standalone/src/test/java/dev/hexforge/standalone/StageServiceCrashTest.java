@@ -1,0 +1,160 @@
+package dev.hexforge.standalone;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.hexforge.finetuneservice.FinetuneServiceApplication;
+import dev.hexforge.gateway.GatewayApplication;
+import dev.hexforge.gateway.TokenService;
+import dev.hexforge.infra.EmbeddedInfra;
+import dev.hexforge.testing.Fixtures;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.context.ConfigurableApplicationContext;
+
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A stage service is its own process here, and is killed with SIGKILL in the middle of a fine-tune: when it comes
+ * back, the request is delivered to it again (its offset was never committed) and the training resumes from the
+ * checkpoint in storage; the job completes with one completed attempt of the stage.
+ */
+class StageServiceCrashTest {
+    static final ObjectMapper JSON = new ObjectMapper();
+    static final HttpClient HTTP = HttpClient.newHttpClient();
+    @TempDir
+    static Path home;
+    static EmbeddedInfra infra;
+    static ConfigurableApplicationContext gateway;
+    static String base;
+    static String token;
+
+    static int freePort() throws Exception {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    @BeforeAll
+    static void start() throws Exception {
+        infra = EmbeddedInfra.start(home, new EmbeddedInfra.Ports(freePort(), freePort(), freePort(), freePort()), "s3-secret");
+        gateway = new SpringApplicationBuilder(GatewayApplication.class).run(
+                "--spring.kafka.bootstrap-servers=" + infra.kafka().bootstrapServers(), "--server.port=0",
+                "--hexforge.stages=finetune", "--hexforge.stage-stall-timeout=60s",
+                "--hexforge.s3.endpoint=" + infra.s3().endpoint(), "--hexforge.s3.secret-key=s3-secret",
+                "--spring.datasource.url=" + infra.postgres().jdbcUrl(), "--spring.datasource.username=" + infra.postgres().user(),
+                "--spring.datasource.password=" + infra.postgres().password(), "--spring.main.banner-mode=off");
+        base = "http://127.0.0.1:" + gateway.getEnvironment().getProperty("local.server.port") + "/api/v1/jobs";
+        token = gateway.getBean(TokenService.class).create("acme", "test");
+    }
+
+    @AfterAll
+    static void stop() {
+        if (gateway != null) {
+            gateway.close();
+        }
+        if (infra != null) {
+            infra.close();
+        }
+    }
+
+    /** The finetune service in a JVM of its own, as a deployment runs it. */
+    static Process finetuneService(String name) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--add-modules", "jdk.incubator.vector", "-Xmx1g", "-cp", System.getProperty("java.class.path"),
+                FinetuneServiceApplication.class.getName(),
+                "--spring.kafka.bootstrap-servers=" + infra.kafka().bootstrapServers(),
+                "--spring.kafka.consumer.properties.session.timeout.ms=6000",
+                "--hexforge.s3.endpoint=" + infra.s3().endpoint(), "--hexforge.s3.secret-key=s3-secret",
+                "--hexforge.work-dir=" + home.resolve("work-" + name), "--hexforge.worker.heartbeat=1s",
+                "--spring.main.banner-mode=off"));
+        return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(home.resolve(name + ".log").toFile()).start();
+    }
+
+    static JsonNode get(String id) throws Exception {
+        return JSON.readTree(HTTP.send(HttpRequest.newBuilder(URI.create(base + "/" + id)).header("Authorization", "Bearer " + token)
+                .build(), HttpResponse.BodyHandlers.ofString()).body());
+    }
+
+    @Test
+    void aStageServiceKilledMidStageComesBackAndTheJobCompletesOnce() throws Exception {
+        ObjectMapper om = new ObjectMapper();
+        JsonNode all = om.readTree(Fixtures.root().resolve("lora-task/train.json").toFile());
+        StringBuilder train = new StringBuilder();
+        for (int i = 0; i < 96; i++) {
+            train.append(om.writeValueAsString(all.get(i))).append('\n');
+        }
+        Path data = Files.writeString(home.resolve("train.jsonl"), train.toString());
+        JsonNode evalAll = om.readTree(Fixtures.root().resolve("lora-task/eval.json").toFile());
+        Path eval = Files.writeString(home.resolve("eval.jsonl"), om.writeValueAsString(evalAll.get(0)) + "\n"
+                + om.writeValueAsString(evalAll.get(1)) + "\n");
+        String spec = "{\"model\": {\"path\": " + JSON.writeValueAsString(Fixtures.qwen2Tiny().toString()) + "}, \"stages\": [\"finetune\"],"
+                + " \"finetune\": {\"data\": " + JSON.writeValueAsString(data.toString()) + ", \"evalData\": "
+                + JSON.writeValueAsString(eval.toString()) + ", \"batch\": 16, \"accumulation\": 1, \"epochs\": 40,"
+                + " \"learningRate\": 0.005}}";
+
+        Process first = finetuneService("first");
+        String id;
+        try {
+            HttpResponse<String> created = HTTP.send(HttpRequest.newBuilder(URI.create(base)).header("Authorization", "Bearer " + token)
+                    .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(spec)).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertEquals(201, created.statusCode(), created.body());
+            id = JSON.readTree(created.body()).path("id").asText();
+            long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+            while (System.nanoTime() < deadline) { // a few epochs in, with a checkpoint in storage
+                JsonNode s = get(id).path("stages").path(0);
+                if (s.path("metrics").path("epoch").asDouble() >= 4) {
+                    break;
+                }
+                Thread.sleep(100);
+            }
+            assertEquals("running", get(id).path("state").asText(), Files.readString(home.resolve("first.log")));
+            assertTrue(get(id).path("stages").path(0).path("metrics").path("epoch").asDouble() >= 4,
+                    "training should be under way: " + get(id) + Files.readString(home.resolve("first.log")));
+        } finally {
+            first.destroyForcibly().waitFor(); // SIGKILL: no shutdown hook, no offset commit, no goodbye to the group
+        }
+
+        Process second = finetuneService("second");
+        try {
+            JsonNode job = null;
+            long deadline = System.nanoTime() + Duration.ofSeconds(180).toNanos();
+            while (System.nanoTime() < deadline) {
+                job = get(id);
+                if (!job.path("state").asText().equals("running")) {
+                    break;
+                }
+                Thread.sleep(200);
+            }
+            assertEquals("completed", job.path("state").asText(), job + Files.readString(home.resolve("second.log")));
+            long completed = 0;
+            for (JsonNode s : job.path("stages")) {
+                if (s.path("state").asText().equals("completed")) {
+                    completed++;
+                    assertEquals(1, s.path("outputs").size());
+                    assertTrue(s.path("report").path("resumedFromStep").asInt() >= 12,
+                            "the second service continued from the stored checkpoint: " + s.path("report"));
+                    assertEquals(240, s.path("report").path("steps").asInt());
+                }
+            }
+            assertEquals(1, completed, "exactly one completed attempt of the stage: " + job.path("stages"));
+        } finally {
+            second.destroyForcibly().waitFor();
+        }
+    }
+}
