@@ -182,15 +182,20 @@ public class JobService {
             a.state = AttemptEntity.State.CANCELLED;
             a.finishedAt = Instant.now();
         });
+        cancelAttempt(j, j.currentAttempt);
+        LOG.info("job {} cancelled at {}", j.id, j.currentStage);
+        return j;
+    }
+
+    /** Tells every stage service to stop the attempt (through the outbox, with the transaction). */
+    private void cancelAttempt(JobEntity j, UUID attempt) {
         OutboxEntity m = new OutboxEntity();
         m.topic = Topics.CONTROL;
         m.messageKey = j.id.toString();
-        m.payload = ContractsJson.write(new StageEvents.Cancel(StageEvents.SCHEMA_VERSION, j.id.toString(), j.currentAttempt.toString(),
+        m.payload = ContractsJson.write(new StageEvents.Cancel(StageEvents.SCHEMA_VERSION, j.id.toString(), attempt.toString(),
                 Instant.now()));
         m.createdAt = Instant.now();
         outbox.save(m);
-        LOG.info("job {} cancelled at {}", j.id, j.currentStage);
-        return j;
     }
 
     /** Re-runs the stage that failed (or was cancelled), feeding it the outputs of the stage before it. */
@@ -216,13 +221,14 @@ public class JobService {
      * {@code maxAttempts} already; then the job fails with the stall as its error.
      */
     @Transactional
-    public void redispatchStalled(UUID attemptId, java.time.Duration silence, int maxAttempts) {
+    public boolean redispatchStalled(UUID attemptId, java.time.Duration silence, int maxAttempts) {
         AttemptEntity a = attempts.findById(attemptId).orElse(null);
         JobEntity j = a == null ? null : jobs.findById(a.jobId).orElse(null);
         if (j == null || j.state != JobEntity.State.RUNNING || !a.id.equals(j.currentAttempt)
                 || a.state != AttemptEntity.State.RUNNING) {
-            return;
+            return false;
         }
+        cancelAttempt(j, a.id); // should the silent service wake up, it stops instead of racing the next attempt
         Instant now = Instant.now();
         String msg = "no progress from the " + a.stage + " service for " + silence.toSeconds() + " s (it stopped or hangs)";
         a.state = AttemptEntity.State.FAILED;
@@ -238,11 +244,12 @@ public class JobService {
             j.errorHint = a.errorHint;
             j.updatedAt = now;
             LOG.info("job {} failed: {} stalled {} times", j.id, a.stage, a.attemptNo);
-            return;
+            return true;
         }
         a.errorHint = "re-dispatched as attempt " + (a.attemptNo + 1);
         LOG.info("job {}: {} attempt {} stalled; re-dispatching", j.id, a.stage, a.attemptNo);
         dispatch(j, ContractsJson.read(j.spec, JobSpec.class), Stage.parse(a.stage), List.of(ContractsJson.read(a.inputs, ArtifactRef[].class)));
+        return true;
     }
 
     public JobEntity get(UUID id, String tenant) {

@@ -16,12 +16,14 @@ import java.time.Instant;
 class StallWatch {
     private final AttemptRepository attempts;
     private final JobService jobs;
+    private final dev.hexforge.store.ArtifactStore store;
     private final Duration timeout;
     private final int maxAttempts;
 
-    StallWatch(AttemptRepository attempts, JobService jobs, @Value("${hexforge.stage-stall-timeout:2m}") Duration timeout,
+    StallWatch(AttemptRepository attempts, JobService jobs, dev.hexforge.store.ArtifactStore store, @Value("${hexforge.stage-stall-timeout:2m}") Duration timeout,
                @Value("${hexforge.max-attempts:3}") int maxAttempts) {
         this.attempts = attempts;
+        this.store = store;
         this.jobs = jobs;
         this.timeout = timeout;
         this.maxAttempts = maxAttempts;
@@ -30,7 +32,10 @@ class StallWatch {
     @Scheduled(fixedDelayString = "${hexforge.stall-check-ms:1000}")
     void check() {
         for (AttemptEntity a : attempts.findByStateAndUpdatedAtBefore(AttemptEntity.State.RUNNING, Instant.now().minus(timeout))) {
-            jobs.redispatchStalled(a.id, timeout, maxAttempts);
+            if (jobs.redispatchStalled(a.id, timeout, maxAttempts)) {
+                // a service that takes the stalled attempt's request again (after a restart) drops it
+                store.putBytes(dev.hexforge.store.ArtifactStore.cancelledKey(a.id.toString()), new byte[0], "application/octet-stream");
+            }
         }
     }
 }

@@ -54,7 +54,7 @@ class StageServiceCrashTest {
         infra = EmbeddedInfra.start(home, new EmbeddedInfra.Ports(freePort(), freePort(), freePort(), freePort()), "s3-secret");
         gateway = new SpringApplicationBuilder(GatewayApplication.class).run(
                 "--spring.kafka.bootstrap-servers=" + infra.kafka().bootstrapServers(), "--server.port=0",
-                "--hexforge.stages=finetune", "--hexforge.stage-stall-timeout=60s",
+                "--hexforge.stages=finetune", "--hexforge.stage-stall-timeout=15s",
                 "--hexforge.s3.endpoint=" + infra.s3().endpoint(), "--hexforge.s3.secret-key=s3-secret",
                 "--spring.datasource.url=" + infra.postgres().jdbcUrl(), "--spring.datasource.username=" + infra.postgres().user(),
                 "--spring.datasource.password=" + infra.postgres().password(), "--spring.main.banner-mode=off");
@@ -90,8 +90,7 @@ class StageServiceCrashTest {
                 .build(), HttpResponse.BodyHandlers.ofString()).body());
     }
 
-    @Test
-    void aStageServiceKilledMidStageComesBackAndTheJobCompletesOnce() throws Exception {
+    static String trainingSpec(int epochs) throws Exception {
         ObjectMapper om = new ObjectMapper();
         JsonNode all = om.readTree(Fixtures.root().resolve("lora-task/train.json").toFile());
         StringBuilder train = new StringBuilder();
@@ -104,25 +103,51 @@ class StageServiceCrashTest {
                 + om.writeValueAsString(evalAll.get(1)) + "\n");
         String spec = "{\"model\": {\"path\": " + JSON.writeValueAsString(Fixtures.qwen2Tiny().toString()) + "}, \"stages\": [\"finetune\"],"
                 + " \"finetune\": {\"data\": " + JSON.writeValueAsString(data.toString()) + ", \"evalData\": "
-                + JSON.writeValueAsString(eval.toString()) + ", \"batch\": 16, \"accumulation\": 1, \"epochs\": 40,"
+                + JSON.writeValueAsString(eval.toString()) + ", \"batch\": 16, \"accumulation\": 1, \"epochs\": " + epochs + ","
                 + " \"learningRate\": 0.005}}";
+        return spec;
+    }
 
+    static String submit(String spec) throws Exception {
+        HttpResponse<String> created = HTTP.send(HttpRequest.newBuilder(URI.create(base)).header("Authorization", "Bearer " + token)
+                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(spec)).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(201, created.statusCode(), created.body());
+        return JSON.readTree(created.body()).path("id").asText();
+    }
+
+    /** Waits until the job's latest attempt has evaluated the given epoch. */
+    static void awaitEpoch(String id, int epoch) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+        while (System.nanoTime() < deadline) {
+            JsonNode stages = get(id).path("stages");
+            if (stages.path(stages.size() - 1).path("metrics").path("epoch").asDouble() >= epoch) {
+                return;
+            }
+            Thread.sleep(100);
+        }
+    }
+
+    static JsonNode awaitEnd(String id, int seconds) throws Exception {
+        JsonNode job = null;
+        long deadline = System.nanoTime() + Duration.ofSeconds(seconds).toNanos();
+        while (System.nanoTime() < deadline) {
+            job = get(id);
+            if (!job.path("state").asText().equals("running")) {
+                break;
+            }
+            Thread.sleep(200);
+        }
+        return job;
+    }
+
+    @Test
+    void aStageServiceKilledMidStageComesBackAndTheJobCompletesOnce() throws Exception {
         Process first = finetuneService("first");
         String id;
         try {
-            HttpResponse<String> created = HTTP.send(HttpRequest.newBuilder(URI.create(base)).header("Authorization", "Bearer " + token)
-                    .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(spec)).build(),
-                    HttpResponse.BodyHandlers.ofString());
-            assertEquals(201, created.statusCode(), created.body());
-            id = JSON.readTree(created.body()).path("id").asText();
-            long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
-            while (System.nanoTime() < deadline) { // a few epochs in, with a checkpoint in storage
-                JsonNode s = get(id).path("stages").path(0);
-                if (s.path("metrics").path("epoch").asDouble() >= 4) {
-                    break;
-                }
-                Thread.sleep(100);
-            }
+            id = submit(trainingSpec(40));
+            awaitEpoch(id, 4); // a few epochs in, with a checkpoint in storage
             assertEquals("running", get(id).path("state").asText(), Files.readString(home.resolve("first.log")));
             assertTrue(get(id).path("stages").path(0).path("metrics").path("epoch").asDouble() >= 4,
                     "training should be under way: " + get(id) + Files.readString(home.resolve("first.log")));
@@ -132,15 +157,7 @@ class StageServiceCrashTest {
 
         Process second = finetuneService("second");
         try {
-            JsonNode job = null;
-            long deadline = System.nanoTime() + Duration.ofSeconds(180).toNanos();
-            while (System.nanoTime() < deadline) {
-                job = get(id);
-                if (!job.path("state").asText().equals("running")) {
-                    break;
-                }
-                Thread.sleep(200);
-            }
+            JsonNode job = awaitEnd(id, 180);
             assertEquals("completed", job.path("state").asText(), job + Files.readString(home.resolve("second.log")));
             long completed = 0;
             for (JsonNode s : job.path("stages")) {
@@ -155,6 +172,39 @@ class StageServiceCrashTest {
             assertEquals(1, completed, "exactly one completed attempt of the stage: " + job.path("stages"));
         } finally {
             second.destroyForcibly().waitFor();
+        }
+    }
+
+    @Test
+    void anAttemptWhoseServiceWentSilentIsReDispatchedAndTheStaleRequestIsDropped() throws Exception {
+        Process gone = finetuneService("gone");
+        String id;
+        try {
+            id = submit(trainingSpec(12));
+            awaitEpoch(id, 1);
+        } finally {
+            gone.destroyForcibly().waitFor();
+        }
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        JsonNode stages = get(id).path("stages");
+        while (stages.size() < 2 && System.nanoTime() < deadline) { // no service at all: the silence passes the 15 s timeout
+            Thread.sleep(200);
+            stages = get(id).path("stages");
+        }
+        assertEquals(2, stages.size(), "a second attempt after the stall: " + stages);
+        assertEquals("STAGE_STALLED", stages.get(0).path("error").path("code").asText(), stages.toString());
+        assertTrue(stages.get(0).path("error").path("message").asText().contains("no progress from the finetune service"));
+
+        Process back = finetuneService("back");
+        try {
+            JsonNode job = awaitEnd(id, 180);
+            assertEquals("completed", job.path("state").asText(), job + Files.readString(home.resolve("back.log")));
+            assertEquals(2, job.path("stages").size(), job.path("stages").toString());
+            assertEquals("completed", job.path("stages").get(1).path("state").asText());
+            assertTrue(Files.readString(home.resolve("back.log")).contains("was cancelled before it started; dropped"),
+                    "the redelivered request of the stalled attempt is dropped, not run again");
+        } finally {
+            back.destroyForcibly().waitFor();
         }
     }
 }
