@@ -174,4 +174,47 @@ class CliAgainstFleetTest {
         assertEquals(0, r.exit(), r.err() + r.out());
         assertEquals("completed", new ObjectMapper().readTree(r.out()).path("state").asText());
     }
+
+    @Test
+    void cancellingARunningFinetuneFreesItsServiceWithinTenSeconds() throws Exception {
+        ObjectMapper om = new ObjectMapper();
+        JsonNode all = om.readTree(Fixtures.root().resolve("lora-task/train.json").toFile());
+        StringBuilder lines = new StringBuilder();
+        for (int i = 0; i < 64; i++) {
+            lines.append(om.writeValueAsString(all.get(i))).append('\n');
+        }
+        Path data = Files.writeString(home.resolve("cancel.jsonl"), lines.toString());
+        java.util.function.IntFunction<String> spec = epochs -> "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [finetune]\n"
+                + "finetune:\n  data: " + data + "\n  evalData: " + Fixtures.root().resolve("lora-task/eval.json") + "\n"
+                + "  batch: 16\n  accumulation: 1\n  epochs: " + epochs + "\n";
+        Path longSpec = Files.writeString(home.resolve("long.yaml"), spec.apply(1000));
+        Run submitted = cli("submit", longSpec.toString(), "--json");
+        assertEquals(0, submitted.exit(), submitted.err());
+        String id = new ObjectMapper().readTree(submitted.out()).path("id").asText();
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        while (System.nanoTime() < deadline) {
+            JsonNode job = new ObjectMapper().readTree(cli("job", id).out());
+            if (job.path("stages").path(0).path("metrics").has("loss")) {
+                break;
+            }
+            Thread.sleep(100);
+        }
+        Run cancel = cli("job", id, "--cancel");
+        assertEquals(0, cancel.exit(), cancel.err());
+        long cancelledAt = System.nanoTime();
+
+        Path shortSpec = Files.writeString(home.resolve("short.yaml"), spec.apply(1));
+        String next = new ObjectMapper().readTree(cli("submit", shortSpec.toString(), "--json").out()).path("id").asText();
+        String state = "";
+        while (System.nanoTime() - cancelledAt < 10_000_000_000L) {
+            state = new ObjectMapper().readTree(cli("job", next).out()).path("stages").path(0).path("state").asText();
+            if (state.equals("running") || state.equals("completed")) {
+                break;
+            }
+            Thread.sleep(100);
+        }
+        assertTrue(state.equals("running") || state.equals("completed"),
+                "the finetune service takes the next job within 10 s of the cancel, so the cancelled run stopped; it is " + state);
+        assertEquals("cancelled", new ObjectMapper().readTree(cli("job", id).out()).path("state").asText());
+    }
 }
