@@ -11,6 +11,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 
@@ -19,26 +20,86 @@ final class JobCommands {
     private JobCommands() {
     }
 
-    /** Follows a job until it stops, one line per stage change, and returns its final state. */
+    /**
+     * Follows a job over its event stream (server-sent events) until it stops: a progress line per stage as it
+     * advances (loss and other metrics included), then returns the job with its stages. A broken stream is reopened
+     * while the job still runs.
+     */
     static JsonNode follow(GatewayClient client, String id, boolean quiet) throws InterruptedException {
-        Map<String, String> shown = new HashMap<>();
+        StageLines lines = new StageLines();
         while (true) {
-            JsonNode job = client.ok(client.send("GET", "/api/v1/jobs/" + id, null, null));
-            if (!quiet) {
-                for (JsonNode s : job.path("stages")) {
-                    int pct = (int) s.path("progress").asDouble();
-                    String line = String.format("%-9s attempt %d  %-10s [%-20s] %3d%%  %s", s.path("stage").asText(),
-                            s.path("attempt").asInt(), s.path("state").asText(), "=".repeat(pct / 5), pct,
-                            s.path("message").isTextual() ? s.path("message").asText() : "");
-                    if (!line.equals(shown.put(s.path("id").asText(), line))) {
-                        System.err.println(line);
-                    }
+            client.events("/api/v1/jobs/" + id + "/events", (name, data) -> {
+                if (!quiet) {
+                    lines.show(name, data);
                 }
-            }
+            });
+            JsonNode job = client.ok(client.send("GET", "/api/v1/jobs/" + id, null, null));
             if (!job.path("state").asText().equals("running")) {
+                lines.end();
                 return job;
             }
-            Thread.sleep(300);
+            Thread.sleep(500);
+        }
+    }
+
+    /** Progress lines on stderr: redrawn in place on a terminal, otherwise printed when a stage moves on by 10%. */
+    static final class StageLines {
+        private final boolean terminal = System.console() != null;
+        private final Map<String, String> last = new HashMap<>();
+        private boolean open;
+
+        void show(String name, String data) {
+            JsonNode e;
+            try {
+                e = Json.MAPPER.readTree(data);
+            } catch (IOException ex) {
+                return;
+            }
+            String stage = e.path("stage").asText().toLowerCase(java.util.Locale.ROOT);
+            String line;
+            switch (name) {
+                case "progress" -> {
+                    double pct = e.path("percent").asDouble();
+                    StringBuilder m = new StringBuilder();
+                    e.path("metrics").fields().forEachRemaining(f -> {
+                        if (List.of("loss", "evalLoss", "exactMatch", "tokensPerSecond").contains(f.getKey())) {
+                            m.append(String.format(" %s=%.4g", f.getKey(), f.getValue().asDouble()));
+                        }
+                    });
+                    String bar = pct < 0 ? "" : String.format("[%-20s] %3.0f%% ", "=".repeat((int) pct / 5), pct);
+                    line = String.format("%-9s %s%s%s", stage, bar, e.path("message").asText(), m);
+                    String key = e.path("attemptId").asText();
+                    String bucket = pct < 0 ? line : stage + (int) pct / 10 + e.path("message").asText().split(",")[0];
+                    if (!terminal && bucket.equals(last.put(key, bucket))) {
+                        return;
+                    }
+                }
+                case "completed" -> line = String.format("%-9s completed: %s", stage, e.path("outputs").findValuesAsText("kind"));
+                case "failed" -> line = String.format("%-9s FAILED %s: %s", stage, e.path("error").path("code").asText(),
+                        e.path("error").path("message").asText());
+                case "job" -> {
+                    String state = e.path("state").asText();
+                    if (state.equals(last.put("job", state))) {
+                        return; // the stream repeats the job's state after every stage event
+                    }
+                    line = "job " + e.path("id").asText() + ": " + state;
+                }
+                default -> {
+                    return;
+                }
+            }
+            if (terminal) {
+                System.err.print("\r\033[K" + line + (name.equals("progress") ? "" : "\n"));
+                open = name.equals("progress");
+            } else {
+                System.err.println(line);
+            }
+        }
+
+        void end() {
+            if (open) {
+                System.err.println();
+            }
         }
     }
 

@@ -8,7 +8,7 @@ import java.util.Map;
 
 /** The single JSON object a command prints on stdout with --json. */
 final class Json {
-    private static final ObjectMapper MAPPER = new ObjectMapper();
+    static final ObjectMapper MAPPER = new ObjectMapper();
     private final Map<String, Object> fields = new LinkedHashMap<>();
 
     Json put(String key, Object value) {

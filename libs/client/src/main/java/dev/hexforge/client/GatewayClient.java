@@ -88,6 +88,47 @@ public final class GatewayClient {
         }
     }
 
+    /**
+     * Reads a server-sent event stream until the server ends it, handing each event's name and data to the
+     * consumer. A connection that breaks just ends the call; the caller decides whether to reconnect.
+     */
+    public void events(String path, java.util.function.BiConsumer<String, String> onEvent) {
+        HttpRequest req = HttpRequest.newBuilder(URI.create(base + path)).header("Authorization", "Bearer " + token)
+                .header("Accept", "text/event-stream").build();
+        try {
+            HttpResponse<java.util.stream.Stream<String>> r = http.send(req, HttpResponse.BodyHandlers.ofLines());
+            if (r.statusCode() != 200) {
+                String body = r.body().collect(java.util.stream.Collectors.joining("\n"));
+                ok(new Reply(r.statusCode(), body.isBlank() ? JSON.createObjectNode() : JSON.readTree(body)));
+            }
+            String[] name = {"message"};
+            StringBuilder data = new StringBuilder();
+            r.body().forEach(line -> {
+                if (line.isEmpty()) {
+                    if (data.length() > 0) {
+                        onEvent.accept(name[0], data.toString());
+                    }
+                    name[0] = "message";
+                    data.setLength(0);
+                } else if (line.startsWith("event:")) {
+                    name[0] = line.substring(6).strip();
+                } else if (line.startsWith("data:")) {
+                    data.append(data.length() > 0 ? "\n" : "").append(line.substring(5).strip());
+                }
+            });
+            if (data.length() > 0) {
+                onEvent.accept(name[0], data.toString());
+            }
+        } catch (ConnectException e) {
+            throw new IllegalArgumentException("the gateway at " + base + " is not reachable: start it with `hexforge up` or set HEXFORGE_URL");
+        } catch (IOException | java.io.UncheckedIOException e) {
+            // the stream broke: the caller looks at the job and reconnects if it still runs
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
+    }
+
     /** Streams a body of unknown length to {@code POST /api/v1/uploads?name=...} (chunked; nothing held whole). */
     public Reply upload(String name, java.util.function.Supplier<java.io.InputStream> body) {
         HttpRequest req = HttpRequest.newBuilder(URI.create(base + "/api/v1/uploads?name="

@@ -76,6 +76,9 @@ class CliAgainstFleetTest {
         JsonNode job = new ObjectMapper().readTree(r.out());
         assertEquals("completed", job.path("state").asText());
         assertEquals("onnx-dynamic", job.path("stages").get(0).path("outputs").get(0).path("kind").asText());
+        Run watch = cli("watch", job.path("id").asText());
+        assertEquals(0, watch.exit(), watch.err());
+        assertTrue(watch.err().contains("job " + job.path("id").asText() + ": completed"), "a finished job's stream: " + watch.err());
         Run show = cli("job", job.path("id").asText());
         assertEquals(0, show.exit());
         assertTrue(show.out().contains("\"state\" : \"completed\""), show.out());
@@ -122,9 +125,12 @@ class CliAgainstFleetTest {
                 + "finetune:\n  data: " + data + "\n  evalData: " + Fixtures.root().resolve("lora-task/eval.json") + "\n"
                 + "  learningRate: 0.005\n  batch: 16\n  accumulation: 1\n  epochs: 2\n"
                 + "export:\n  variant: dynamic\n");
-        Run r = cli("submit", spec.toString(), "--watch", "--json");
+        Run r = cli("submit", spec.toString(), "--watch");
         assertEquals(0, r.exit(), r.err());
-        JsonNode job = om.readTree(r.out());
+        assertTrue(r.err().contains("finetune  [") && r.err().contains("loss=") && r.err().contains("merge     completed: [hf-model]"),
+                "live progress from the job's event stream: " + r.err());
+        String id = r.out().lines().filter(l -> l.startsWith("job ")).findFirst().orElseThrow().split("[ :]")[1];
+        JsonNode job = om.readTree(cli("job", id).out());
         assertEquals("completed", job.path("state").asText(), r.out());
         JsonNode finetune = job.path("stages").get(0);
         assertEquals("lora-adapter", finetune.path("outputs").get(0).path("kind").asText());
