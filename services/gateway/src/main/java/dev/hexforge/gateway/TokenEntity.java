@@ -24,4 +24,6 @@ public class TokenEntity {
     Instant createdAt;
     @Column(name = "revoked_at")
     Instant revokedAt;
+    /** May manage the tokens of every tenant. */
+    boolean admin;
 }

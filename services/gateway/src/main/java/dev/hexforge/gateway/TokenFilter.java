@@ -14,6 +14,7 @@ import java.util.Optional;
 @Component
 class TokenFilter extends OncePerRequestFilter {
     static final String TENANT_ATTRIBUTE = "hexforge.tenant";
+    static final String ADMIN_ATTRIBUTE = "hexforge.admin";
     private final TokenService tokens;
 
     TokenFilter(TokenService tokens) {
@@ -30,9 +31,9 @@ class TokenFilter extends OncePerRequestFilter {
     protected void doFilterInternal(HttpServletRequest request, HttpServletResponse response, FilterChain chain)
             throws ServletException, IOException {
         String header = request.getHeader("Authorization");
-        Optional<String> tenant = header != null && header.startsWith("Bearer ")
-                ? tokens.tenantOf(header.substring("Bearer ".length()).trim()) : Optional.empty();
-        if (tenant.isEmpty()) {
+        Optional<TokenEntity> token = header != null && header.startsWith("Bearer ")
+                ? tokens.lookup(header.substring("Bearer ".length()).trim()) : Optional.empty();
+        if (token.isEmpty()) {
             response.setStatus(HttpServletResponse.SC_UNAUTHORIZED);
             response.setContentType("application/json");
             response.setHeader("WWW-Authenticate", "Bearer");
@@ -40,7 +41,8 @@ class TokenFilter extends OncePerRequestFilter {
                     : "invalid or revoked API token") + "\"}");
             return;
         }
-        request.setAttribute(TENANT_ATTRIBUTE, tenant.get());
+        request.setAttribute(TENANT_ATTRIBUTE, token.get().tenant);
+        request.setAttribute(ADMIN_ATTRIBUTE, token.get().admin);
         chain.doFilter(request, response);
     }
 }

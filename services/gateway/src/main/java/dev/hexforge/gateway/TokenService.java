@@ -21,11 +21,16 @@ import java.security.SecureRandom;
 import java.time.Instant;
 import java.util.Base64;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
 
 interface TokenRepository extends JpaRepository<TokenEntity, UUID> {
     Optional<TokenEntity> findByTokenHashAndRevokedAtIsNull(String tokenHash);
+
+    java.util.List<TokenEntity> findByTenantOrderByCreatedAtAsc(String tenant);
+
+    java.util.List<TokenEntity> findAllByOrderByCreatedAtAsc();
 }
 
 /**
@@ -49,6 +54,11 @@ public class TokenService {
     /** Creates a token for the tenant and returns it; it cannot be shown again. */
     @Transactional
     public String create(String tenant, String name) {
+        return create(tenant, name, false);
+    }
+
+    @Transactional
+    public String create(String tenant, String name, boolean admin) {
         if (tenant == null || !tenant.matches("[a-zA-Z0-9._-]{1,100}")) {
             throw new IllegalArgumentException("tenant must be 1-100 letters, digits, '.', '_' or '-'");
         }
@@ -61,16 +71,34 @@ public class TokenService {
         t.name = name;
         t.tokenHash = hash(token);
         t.createdAt = Instant.now();
+        t.admin = admin;
         tokens.save(t);
         return token;
     }
 
     /** The tenant a token belongs to, if it is a live token. */
     public Optional<String> tenantOf(String token) {
+        return lookup(token).map(t -> t.tenant);
+    }
+
+    Optional<TokenEntity> lookup(String token) {
         if (token == null || !token.startsWith(PREFIX)) {
             return Optional.empty();
         }
-        return tokens.findByTokenHashAndRevokedAtIsNull(hash(token)).map(t -> t.tenant);
+        return tokens.findByTokenHashAndRevokedAtIsNull(hash(token));
+    }
+
+    /** The tokens the caller may see: its tenant's, or every tenant's for an admin. */
+    List<TokenEntity> visible(String tenant, boolean admin) {
+        return admin ? tokens.findAllByOrderByCreatedAtAsc() : tokens.findByTenantOrderByCreatedAtAsc(tenant);
+    }
+
+    /** Revokes a token the caller may manage; false when there is none (or it is another tenant's). */
+    @Transactional
+    public boolean revoke(UUID id, String tenant, boolean admin) {
+        Optional<TokenEntity> t = tokens.findById(id).filter(x -> admin || x.tenant.equals(tenant));
+        t.filter(x -> x.revokedAt == null).ifPresent(x -> x.revokedAt = Instant.now());
+        return t.isPresent();
     }
 
     @EventListener(ApplicationReadyEvent.class)
@@ -80,7 +108,7 @@ public class TokenService {
             return;
         }
         Path file = Path.of(bootstrapFile);
-        String token = create("default", "bootstrap");
+        String token = create("default", "bootstrap", true);
         try {
             Files.createDirectories(file.toAbsolutePath().getParent());
             Files.writeString(file, token);

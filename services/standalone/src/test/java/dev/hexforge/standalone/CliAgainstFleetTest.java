@@ -223,4 +223,32 @@ class CliAgainstFleetTest {
                 "the finetune service takes the next job within 10 s of the cancel, so the cancelled run stopped; it is " + state);
         assertEquals("cancelled", new ObjectMapper().readTree(cli("job", id).out()).path("state").asText());
     }
+
+    @Test
+    void theAdminTokenCreatesATenantsTokenWhichCanNeitherCrossTenantsNorOutliveItsRevocation() throws Exception {
+        Run created = cli("token", "create", "--tenant", "acme", "--name", "ci", "--json");
+        assertEquals(0, created.exit(), created.err());
+        JsonNode t = new ObjectMapper().readTree(created.out());
+        String acme = t.path("token").asText();
+        assertTrue(acme.startsWith("hxf_"));
+        String admin = System.getProperty("hexforge.token");
+        try {
+            System.setProperty("hexforge.token", acme);
+            Run jobs = cli("token", "list");
+            assertEquals(0, jobs.exit(), jobs.err());
+            assertTrue(jobs.out().contains("acme") && !jobs.out().contains("default"), "a tenant sees its own tokens: " + jobs.out());
+            Run cross = cli("token", "create", "--tenant", "someone-else");
+            assertEquals(1, cross.exit());
+            assertTrue(cross.err().contains("403") && cross.err().contains("admin"), cross.err());
+            String id = jobs.out().lines().filter(l -> l.contains(" ci ")).findFirst().orElseThrow().split(" ")[0];
+            System.setProperty("hexforge.token", admin);
+            assertEquals(0, cli("token", "revoke", id).exit());
+            System.setProperty("hexforge.token", acme);
+            Run after = cli("token", "list");
+            assertEquals(1, after.exit());
+            assertTrue(after.err().contains("401"), after.err());
+        } finally {
+            System.setProperty("hexforge.token", admin);
+        }
+    }
 }
