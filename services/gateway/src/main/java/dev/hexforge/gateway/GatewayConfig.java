@@ -34,6 +34,19 @@ class GatewayConfig {
         return new dev.hexforge.store.ArtifactStore(endpoint, access, secret);
     }
 
+    /** The OpenAPI document's header: every /api/v1 call takes a bearer API token. */
+    @Bean
+    io.swagger.v3.oas.models.OpenAPI openApi() {
+        return new io.swagger.v3.oas.models.OpenAPI()
+                .info(new io.swagger.v3.oas.models.info.Info().title("Hexforge API").version("v1")
+                        .description("Conversion jobs (fine-tune, quantize, export, compile, sign, benchmark), model uploads, "
+                                + "signed artifacts and API tokens. Every call but /api/v1/health needs Authorization: Bearer <token>."))
+                .components(new io.swagger.v3.oas.models.Components().addSecuritySchemes("token",
+                        new io.swagger.v3.oas.models.security.SecurityScheme().type(io.swagger.v3.oas.models.security.SecurityScheme.Type.HTTP)
+                                .scheme("bearer")))
+                .addSecurityItem(new io.swagger.v3.oas.models.security.SecurityRequirement().addList("token"));
+    }
+
     private static Set<String> split(String csv) {
         return Arrays.stream(csv.split(",")).map(String::trim).filter(x -> !x.isEmpty()).collect(Collectors.toSet());
     }

@@ -244,6 +244,17 @@ class FleetIntegrationTest {
     }
 
     @Test
+    void theOpenApiDocumentDescribesTheApi() throws Exception {
+        JsonNode doc = call("GET", base.replace("/api/v1/jobs", "/v3/api-docs"), null, null, null).body();
+        for (String path : List.of("/api/v1/jobs", "/api/v1/jobs/{id}/cancel", "/api/v1/jobs/{id}/events", "/api/v1/uploads",
+                "/api/v1/artifacts/{id}/download", "/api/v1/keys", "/api/v1/tokens")) {
+            assertTrue(doc.path("paths").has(path), "documents " + path + ": " + doc.path("paths").properties().stream()
+                    .map(java.util.Map.Entry::getKey).toList());
+        }
+        assertEquals("bearer", doc.path("components").path("securitySchemes").path("token").path("scheme").asText());
+    }
+
+    @Test
     void everyOutputIsCataloguedSignedAndDownloadableAndTheSignStageAddsProvenance() throws Exception {
         String spec = "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [export, sign]\nexport:\n  variant: static\n  seq: 32\n  ctx: 64\n";
         String id = call("POST", base, spec, "application/yaml", "acme").body().path("id").asText();
