@@ -56,7 +56,8 @@ class SignWorker extends StageWorker {
     protected StageEvents.Completed run(Attempt a) throws IOException {
         StageEvents.StageRequest req = a.request();
         StageEvents.ArtifactRef out;
-        if (!a.spec().sign().provenance() && !req.inputs().isEmpty()) {
+        boolean storedFolder = !req.inputs().isEmpty() && !req.inputs().get(0).kind().equals(StageEvents.MODEL_ARCHIVE);
+        if (!a.spec().sign().provenance() && storedFolder) {
             StageEvents.ArtifactRef in = req.inputs().get(0);
             out = new StageEvents.ArtifactRef(StageEvents.artifactId(req.attemptId(), in.sha256()), in.kind(), in.sha256(),
                     in.size(), in.key());
@@ -66,7 +67,7 @@ class SignWorker extends StageWorker {
             if (a.spec().sign().provenance()) {
                 Provenance.sign(folder, keys.signing(), facts(req));
             }
-            out = a.storeOutput(folder, req.inputs().isEmpty() ? "hf-model" : req.inputs().get(0).kind());
+            out = a.storeOutput(folder, storedFolder ? req.inputs().get(0).kind() : "hf-model");
         }
         ArtifactEntity row = catalogue.register(req.tenant(), req.jobId(), req.attemptId(), Stage.SIGN.id(), out);
         Map<String, Object> report = new LinkedHashMap<>();

@@ -60,14 +60,32 @@ public final class ArtifactStore {
         }
     }
 
+    /** The folder of an attempt's marks (its result, its cancellation). */
+    public static String attemptPrefix(String attemptId) {
+        return "attempts/" + attemptId + "/";
+    }
+
+    /** The keys under a prefix (a handful: not paged beyond the first thousand). */
+    public java.util.Set<String> keysUnder(String prefix) {
+        try {
+            java.util.Set<String> keys = new java.util.HashSet<>();
+            for (var r : client.listObjects(io.minio.ListObjectsArgs.builder().bucket(BUCKET).prefix(prefix).recursive(true).build())) {
+                keys.add(r.get().objectName());
+            }
+            return keys;
+        } catch (Exception e) {
+            throw new StoreException("listing " + prefix + ": " + e.getMessage(), e);
+        }
+    }
+
     /** Where a stage service keeps an attempt's completed event (a redelivered request re-emits it). */
     public static String resultKey(String attemptId) {
-        return "attempts/" + attemptId + "/completed.json";
+        return attemptPrefix(attemptId) + "completed.json";
     }
 
     /** The gateway's mark on a cancelled attempt: a service that takes its request later drops it. */
     public static String cancelledKey(String attemptId) {
-        return "attempts/" + attemptId + "/cancelled";
+        return attemptPrefix(attemptId) + "cancelled";
     }
 
     public static String key(String sha256) {

@@ -50,4 +50,9 @@ public class AttemptEntity {
     Instant updatedAt;
     @Column(name = "finished_at")
     Instant finishedAt;
+    /** When the stage service reported the attempt started, and completed (its clock): queue time vs run time. */
+    @Column(name = "worker_started_at")
+    Instant workerStartedAt;
+    @Column(name = "worker_finished_at")
+    Instant workerFinishedAt;
 }

@@ -133,6 +133,8 @@ class JobController {
                 v.put("startedAt", a.startedAt.toString());
                 v.put("finishedAt", a.finishedAt == null ? null : a.finishedAt.toString());
                 v.put("durationMs", a.finishedAt == null ? null : a.finishedAt.toEpochMilli() - a.startedAt.toEpochMilli());
+                v.put("workerStartedAt", a.workerStartedAt == null ? null : a.workerStartedAt.toString());
+                v.put("workerFinishedAt", a.workerFinishedAt == null ? null : a.workerFinishedAt.toString());
                 v.put("outputs", a.outputs == null ? List.of() : ContractsJson.read(a.outputs, List.class));
                 v.put("report", a.report == null ? Map.of() : ContractsJson.read(a.report, Map.class));
                 v.put("metrics", a.metrics == null ? Map.of() : ContractsJson.read(a.metrics, Map.class));

@@ -31,9 +31,11 @@ public class JobService {
     private final OutboxRepository outbox;
     private final Capabilities capabilities;
     private final UploadRepository uploads;
+    private final OutboxRelay relay;
 
     JobService(JobRepository jobs, AttemptRepository attempts, OutboxRepository outbox, Capabilities capabilities,
-               UploadRepository uploads) {
+               UploadRepository uploads, OutboxRelay relay) {
+        this.relay = relay;
         this.uploads = uploads;
         this.jobs = jobs;
         this.attempts = attempts;
@@ -102,6 +104,7 @@ public class JobService {
                 j.tenant, stage, spec, inputs, now));
         m.createdAt = now;
         outbox.save(m);
+        relay.afterCommit();
     }
 
     /**
@@ -125,6 +128,9 @@ public class JobService {
         Instant now = Instant.now();
         a.updatedAt = now;
         j.updatedAt = now;
+        if (a.workerStartedAt == null) {
+            a.workerStartedAt = e.at();
+        }
         if (e instanceof StageEvents.Progress p) {
             a.state = AttemptEntity.State.RUNNING;
             if (p.percent() >= 0) {
@@ -141,6 +147,7 @@ public class JobService {
             }
         } else if (e instanceof StageEvents.Completed c) {
             a.state = AttemptEntity.State.COMPLETED;
+            a.workerFinishedAt = c.at();
             a.progress = 100;
             a.outputs = ContractsJson.write(c.outputs());
             a.report = ContractsJson.write(c.report());
@@ -196,6 +203,7 @@ public class JobService {
                 Instant.now()));
         m.createdAt = Instant.now();
         outbox.save(m);
+        relay.afterCommit();
     }
 
     /** Re-runs the stage that failed (or was cancelled), feeding it the outputs of the stage before it. */

@@ -5,37 +5,82 @@ import org.slf4j.LoggerFactory;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.scheduling.annotation.Scheduled;
 import org.springframework.stereotype.Component;
-import org.springframework.transaction.annotation.Transactional;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+import org.springframework.transaction.support.TransactionTemplate;
 
 import java.time.Instant;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * Sends outbox rows to Kafka in order and marks them sent. A crash between send and mark re-sends the row; stage
- * services treat a request for an attempt they already finished as a duplicate.
+ * Sends outbox rows to Kafka in order and marks them sent, on one thread. A transaction that wrote rows wakes it when
+ * it commits (so a stage request leaves within milliseconds); a slow poll catches anything else. A crash between send
+ * and mark re-sends the row; stage services treat a request for an attempt they already finished as a duplicate.
  */
 @Component
 class OutboxRelay {
     private static final Logger LOG = LoggerFactory.getLogger(OutboxRelay.class);
     private final OutboxRepository outbox;
     private final KafkaTemplate<String, String> kafka;
+    private final TransactionTemplate tx;
+    private final ExecutorService thread = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "hexforge-outbox");
+        t.setDaemon(true);
+        return t;
+    });
+    private final AtomicBoolean pending = new AtomicBoolean();
 
-    OutboxRelay(OutboxRepository outbox, KafkaTemplate<String, String> kafka) {
+    OutboxRelay(OutboxRepository outbox, KafkaTemplate<String, String> kafka, TransactionTemplate tx) {
         this.outbox = outbox;
         this.kafka = kafka;
+        this.tx = tx;
     }
 
-    @Scheduled(fixedDelayString = "${hexforge.outbox.poll-ms:100}")
-    @Transactional
-    public void relay() {
-        for (OutboxEntity m : outbox.findTop100BySentAtIsNullOrderByIdAsc()) {
+    /** Called inside a transaction that adds rows: relays them as soon as it commits. */
+    void afterCommit() {
+        if (TransactionSynchronizationManager.isSynchronizationActive()) {
+            TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+                @Override
+                public void afterCommit() {
+                    wake();
+                }
+            });
+        } else {
+            wake();
+        }
+    }
+
+    @Scheduled(fixedDelayString = "${hexforge.outbox.poll-ms:1000}")
+    void wake() {
+        if (pending.compareAndSet(false, true)) {
+            thread.execute(() -> {
+                pending.set(false);
+                try {
+                    while (Boolean.TRUE.equals(tx.execute(s -> relayBatch()))) {
+                        // a full batch: there may be more
+                    }
+                } catch (RuntimeException e) {
+                    LOG.warn("outbox relay: {}", e.getMessage());
+                }
+            });
+        }
+    }
+
+    /** Sends up to 100 rows; true when the batch was full. */
+    private boolean relayBatch() {
+        var rows = outbox.findTop100BySentAtIsNullOrderByIdAsc();
+        for (OutboxEntity m : rows) {
             try {
                 kafka.send(m.topic, m.messageKey, m.payload).get(10, TimeUnit.SECONDS);
             } catch (Exception e) {
                 LOG.warn("outbox message {} to {} not sent yet: {}", m.id, m.topic, e.getMessage());
-                return;
+                return false;
             }
             m.sentAt = Instant.now();
         }
+        return rows.size() == 100;
     }
 }

@@ -198,12 +198,13 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
         }
         Path dir = work.resolve(req.attemptId());
         try {
-            if (store.exists(resultKey(req.attemptId()))) {
+            java.util.Set<String> marks = store.keysUnder(ArtifactStore.attemptPrefix(req.attemptId())); // one round trip
+            if (marks.contains(resultKey(req.attemptId()))) {
                 LOG.info("attempt {} already completed; re-emitting its result", req.attemptId());
                 send(req.jobId(), new String(store.getBytes(resultKey(req.attemptId())), StandardCharsets.UTF_8));
                 return;
             }
-            if (store.exists(ArtifactStore.cancelledKey(req.attemptId()))) {
+            if (marks.contains(ArtifactStore.cancelledKey(req.attemptId()))) {
                 LOG.info("attempt {} was cancelled before it started; dropped", req.attemptId());
                 return;
             }
@@ -214,8 +215,9 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
             attempt.progress(0, startMessage(req), Map.of(), true);
             StageEvents.Completed done = run(attempt);
             attempt.checkCancelled();
-            store.putJson(resultKey(req.attemptId()), ContractsJson.MAPPER.valueToTree(done));
             send(req.jobId(), ContractsJson.write(done));
+            // kept for a redelivery (the offset is committed after this): a crash before it only means a re-run
+            store.putJson(resultKey(req.attemptId()), ContractsJson.MAPPER.valueToTree(done));
         } catch (AttemptCancelledException c) {
             LOG.info("{} attempt {} stopped: the job was cancelled", stage.id(), req.attemptId());
         } catch (StageFailure f) {

@@ -16,8 +16,10 @@ public final class StandaloneMain {
             switch (cmd) {
                 case "up" -> up(rest);
                 case "demo" -> System.exit(new Demo(option(rest, "--out")).run());
+                case "bench-fleet" -> System.exit(FleetBench.run(rest));
                 default -> {
-                    System.err.println("usage: hexforge up [--port 8080] | hexforge demo [--out DIR]");
+                    System.err.println("usage: hexforge up [--port 8080] | hexforge demo [--out DIR]"
+                            + " | hexforge bench-fleet [--jobs 200] [--concurrency 8] [--transfer-mb 1024]");
                     System.exit(2);
                 }
             }
