@@ -73,6 +73,7 @@ public final class ArtifactDownloader {
         files.add(new String[]{ModelSignature.DEFAULT_SIGNATURE, null, "-1"});
         long bytes = 0;
         long resumed = 0;
+        java.util.Map<String, String> known = new java.util.HashMap<>(); // hashed while written: not read again
         int renewals = 0;
         try {
             Files.createDirectories(stage);
@@ -84,6 +85,9 @@ public final class ArtifactDownloader {
                 Files.createDirectories(target.getParent());
                 long size = Long.parseLong(f[2]);
                 Fetch got = fetch(artifactId, f[0], target, f[1], size, listener);
+                if (got.digest != null && f[1] != null) {
+                    known.put(f[0], got.digest);
+                }
                 bytes += got.bytes;
                 resumed += got.resumed;
                 renewals += got.renewals;
@@ -94,10 +98,10 @@ public final class ArtifactDownloader {
         }
         String hint = detail.path("signature").path("keyHint").asText();
         PublicKey verifyWith = key != null ? key : fleetKey(hint);
-        ModelSignature.Verified v = ModelSignature.verify(stage, verifyWith, stage.resolve(ModelSignature.DEFAULT_SIGNATURE), List.of());
+        ModelSignature.Verified v = ModelSignature.verify(stage, verifyWith, stage.resolve(ModelSignature.DEFAULT_SIGNATURE), List.of(), known);
         boolean provenance = Files.exists(stage.resolve(Provenance.FILE));
         if (provenance) {
-            Provenance.verify(stage, verifyWith);
+            Provenance.verify(stage, verifyWith, known);
         }
         try {
             Files.move(stage, out, StandardCopyOption.ATOMIC_MOVE);
@@ -107,7 +111,8 @@ public final class ArtifactDownloader {
         return new Result(out, v.rootDigest(), verifyWith, Keys.hint(verifyWith), provenance, files.size(), bytes, resumed, renewals);
     }
 
-    private record Fetch(long bytes, long resumed, int renewals) {
+    /** @param digest the file's sha256 when it was hashed as it was written, else null */
+    private record Fetch(long bytes, long resumed, int renewals, String digest) {
     }
 
     /**
@@ -116,7 +121,7 @@ public final class ArtifactDownloader {
      */
     private Fetch fetch(String id, String path, Path target, String sha256, long size, Listener listener) throws IOException {
         if (sha256 != null && Files.exists(target) && Files.size(target) == size && FolderHasher.sha256(target).equals(sha256)) {
-            return new Fetch(0, size, 0); // finished in an earlier run
+            return new Fetch(0, size, 0, null); // finished in an earlier run
         }
         if (sha256 == null || (Files.exists(target) && Files.size(target) > size)) {
             Files.deleteIfExists(target); // the signature is small and has no digest to resume against
@@ -147,17 +152,20 @@ public final class ArtifactDownloader {
                 renewals++;
                 continue;
             }
+            String streamedDigest = null; // a file fetched whole in one go is hashed as it is written, not read again
             if (status == 416 && have == size) {
                 r.body().close();
             } else if (status == 200 || status == 206) {
                 boolean append = status == 206;
+                java.security.MessageDigest md = sha256();
                 try (InputStream in = r.body(); OutputStream o = Files.newOutputStream(target, StandardOpenOption.CREATE,
                         StandardOpenOption.WRITE, append ? StandardOpenOption.APPEND : StandardOpenOption.TRUNCATE_EXISTING)) {
                     long done = append ? have : 0;
-                    byte[] buf = new byte[1 << 16];
+                    byte[] buf = new byte[1 << 20];
                     int n;
                     while ((n = in.read(buf)) > 0) {
                         o.write(buf, 0, n);
+                        md.update(buf, 0, n);
                         done += n;
                         listener.bytes(path, done, size);
                     }
@@ -165,12 +173,15 @@ public final class ArtifactDownloader {
                     last = e; // keep what arrived; the next try resumes from there
                     continue;
                 }
+                if (!append) {
+                    streamedDigest = java.util.HexFormat.of().formatHex(md.digest());
+                }
             } else {
                 String body = new String(r.body().readAllBytes(), StandardCharsets.UTF_8);
                 throw new DownloadException("storage answered " + status + " for '" + path + "': " + body.strip());
             }
-            if (sha256 == null || FolderHasher.sha256(target).equals(sha256)) {
-                return new Fetch(Files.size(target), resumedFrom, renewals);
+            if (sha256 == null || (streamedDigest != null ? streamedDigest : FolderHasher.sha256(target)).equals(sha256)) {
+                return new Fetch(Files.size(target), resumedFrom, renewals, streamedDigest);
             }
             if (restarted) {
                 throw new DownloadException("'" + path + "' arrived with the wrong sha256 twice (expected " + sha256
@@ -182,6 +193,14 @@ public final class ArtifactDownloader {
         }
         throw new DownloadException("'" + path + "' could not be fetched in " + TRIES + " tries"
                 + (last != null ? ": " + last.getMessage() : renewals > 0 ? " (its URL kept expiring)" : ""));
+    }
+
+    private static java.security.MessageDigest sha256() {
+        try {
+            return java.security.MessageDigest.getInstance("SHA-256");
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     private URI url(String id, String path) {

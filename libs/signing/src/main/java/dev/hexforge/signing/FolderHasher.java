@@ -60,6 +60,15 @@ public final class FolderHasher {
     }
 
     public static Manifest hash(Path root, List<String> ignore) {
+        return hash(root, ignore, java.util.Map.of());
+    }
+
+    /**
+     * As {@link #hash(Path, List)}, taking the digests of some files as known (by relative name) instead of reading
+     * them: a downloader that hashed each file as it wrote it. The folder is still listed, so added or missing files
+     * show.
+     */
+    public static Manifest hash(Path root, List<String> ignore, java.util.Map<String, String> known) {
         if (!Files.isDirectory(root, LinkOption.NOFOLLOW_LINKS)) {
             throw new SigningException(root + " is not a folder");
         }
@@ -93,12 +102,26 @@ public final class FolderHasher {
         }
         files.sort(Comparator.comparing(f -> rel(root, f)));
         List<Manifest.Entry> entries = new ArrayList<>();
+        if (!known.isEmpty()) {
+            List<Path> unknown = files.stream().filter(f -> !known.containsKey(rel(root, f))).toList();
+            java.util.Map<String, String> digests = new java.util.HashMap<>(known);
+            for (Manifest.Entry e : hashAll(root, unknown)) {
+                digests.put(e.name(), e.sha256());
+            }
+            files.forEach(f -> entries.add(new Manifest.Entry(rel(root, f), digests.get(rel(root, f)))));
+            return new Manifest(entries);
+        }
+        return new Manifest(hashAll(root, files));
+    }
+
+    private static List<Manifest.Entry> hashAll(Path root, List<Path> files) {
+        List<Manifest.Entry> entries = new ArrayList<>();
         int threads = Math.min(files.size(), Runtime.getRuntime().availableProcessors());
         if (threads <= 1) {
             for (Path f : files) {
                 entries.add(new Manifest.Entry(rel(root, f), sha256(f)));
             }
-            return new Manifest(entries);
+            return entries;
         }
         ExecutorService pool = Executors.newFixedThreadPool(threads);
         try {
@@ -117,7 +140,7 @@ public final class FolderHasher {
         } finally {
             pool.shutdownNow();
         }
-        return new Manifest(entries);
+        return entries;
     }
 
     static String rel(Path root, Path p) {

@@ -82,6 +82,11 @@ public final class ModelSignature {
     }
 
     public static Verified verify(Path dir, PublicKey key, Path signature, List<String> ignore) {
+        return verify(dir, key, signature, ignore, Map.of());
+    }
+
+    /** As {@link #verify(Path, PublicKey, Path, List)}, with the digests of some files already known (see FolderHasher). */
+    public static Verified verify(Path dir, PublicKey key, Path signature, List<String> ignore, Map<String, String> knownDigests) {
         JsonNode st = Dsse.open(signature, key, "signature", "no signature at " + signature + " (the folder is not signed)");
         if (!STATEMENT_TYPE.equals(st.path("_type").asText())) {
             throw new VerificationException("statement _type is " + st.path("_type") + ", expected " + STATEMENT_TYPE);
@@ -114,7 +119,7 @@ public final class ModelSignature {
             throw new VerificationException("the subject's root digest " + claimedRoot
                     + " does not match the digests the statement lists (" + statedRoot + ")");
         }
-        Manifest actual = FolderHasher.hash(dir, FolderHasher.ignoreList(insideName(dir, signature), ignore));
+        Manifest actual = FolderHasher.hash(dir, FolderHasher.ignoreList(insideName(dir, signature), ignore), knownDigests);
         Set<String> seen = new HashSet<>();
         for (Manifest.Entry e : actual.files()) {
             seen.add(e.name());

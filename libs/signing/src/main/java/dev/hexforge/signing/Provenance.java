@@ -66,12 +66,17 @@ public final class Provenance {
 
     /** Checks the provenance's signature and that its subject is this folder as it is now; returns the statement. */
     public static JsonNode verify(Path dir, PublicKey key) {
+        return verify(dir, key, Map.of());
+    }
+
+    /** As {@link #verify(Path, PublicKey)}, with the digests of some files already known (see FolderHasher). */
+    public static JsonNode verify(Path dir, PublicKey key, Map<String, String> knownDigests) {
         Path file = dir.resolve(FILE);
         JsonNode st = Dsse.open(file, key, "provenance signature", "no provenance at " + file);
         if (!PREDICATE_TYPE.equals(st.path("predicateType").asText())) {
             throw new VerificationException("provenance predicateType is " + st.path("predicateType") + ", expected " + PREDICATE_TYPE);
         }
-        String root = FolderHasher.hash(dir, ignores()).rootDigest();
+        String root = FolderHasher.hash(dir, ignores(), knownDigests).rootDigest();
         String claimed = st.path("subject").path(0).path("digest").path("sha256").asText();
         if (!root.equals(claimed)) {
             throw new VerificationException("the provenance describes root digest " + claimed + " but the folder is " + root

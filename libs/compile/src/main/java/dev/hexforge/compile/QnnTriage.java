@@ -1,0 +1,74 @@
+package dev.hexforge.compile;
+
+import java.util.Map;
+import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Turns what a QNN tool printed when it failed into a cause and a fix: unsupported operators (which node, and what to
+ * export instead), dynamic shapes (6036: the input to fix), memory (1002: split), context errors (5000: SDK/runtime or
+ * SoC mismatch), graph finalisation (6021/6022).
+ */
+public final class QnnTriage {
+    /** What failed and what to do. */
+    public record Diagnosis(String code, String cause, String fix) {
+    }
+
+    private static final Map<String, String> REPLACEMENTS = Map.of(
+            "Erf", "export GELU with the tanh approximation (Tanh, Mul, Add)",
+            "Einsum", "export the contraction as MatMul with Transpose/Reshape",
+            "Loop", "unroll the loop at export; HTP runs no control flow",
+            "If", "resolve the branch at export; HTP runs no control flow",
+            "NonZero", "use a static mask instead of data-dependent shapes",
+            "ScatterND", "write the KV cache update as Concat/Slice of fixed shapes",
+            "CumSum", "feed precomputed position ids as an input");
+    private static final Pattern UNSUPPORTED = Pattern.compile(
+            "(?i)(?:node|op)\\s+'?([\\w./:-]+)'?\\s*\\(?\\s*(?:of\\s+)?(?:type\\s+)?'?(\\w+)'?\\)?[^\\n]*?(?:not supported|unsupported|validation failed)");
+    private static final Pattern DYNAMIC = Pattern.compile("(?i)(?:6036|dynamic)[^\\n]*?\\binput\\s+'?([\\w./:-]+)'?");
+    private static final Pattern CODE = Pattern.compile("(?i)(?:error(?:\\s+code)?|status)[:=\\s]+(\\d{4})");
+
+    private QnnTriage() {
+    }
+
+    public static Optional<Diagnosis> explain(String log) {
+        Matcher m = UNSUPPORTED.matcher(log);
+        if (m.find()) {
+            String node = m.group(1);
+            String op = m.group(2);
+            return Optional.of(new Diagnosis("QNN_UNSUPPORTED_OP", "node '" + node + "' (op " + op + ") is not supported by the HTP backend",
+                    REPLACEMENTS.getOrDefault(op, "replace the " + op + " op with HTP-supported ops at export, or keep that part on the CPU "
+                            + "with another target")));
+        }
+        Matcher d = DYNAMIC.matcher(log);
+        if (d.find()) {
+            return Optional.of(new Diagnosis("QNN_DYNAMIC_SHAPE", "input '" + d.group(1) + "' has a dynamic shape (QNN error 6036)",
+                    "fix its shape with --input_dim " + d.group(1) + " <dims> (the static export fixes every input; export.variant: static)"));
+        }
+        Matcher c = CODE.matcher(log);
+        while (c.find()) {
+            String code = c.group(1);
+            switch (code) {
+                case "1002" -> {
+                    return Optional.of(new Diagnosis("QNN_OUT_OF_MEMORY", "the device ran out of memory allocating the graph (QNN error 1002)",
+                            "split the model into more parts, or lower export.ctx"));
+                }
+                case "5000" -> {
+                    return Optional.of(new Diagnosis("QNN_CONTEXT_MISMATCH", "the context binary does not match (QNN error 5000)",
+                            "build with the QNN SDK version of the device's runtime and the device's soc (compile.soc)"));
+                }
+                case "6021", "6022" -> {
+                    return Optional.of(new Diagnosis("QNN_GRAPH_FINALIZE", "the HTP backend could not optimise or finalise the graph (QNN error "
+                            + code + ")", "try another htp_graph_finalization_optimization_mode, or a newer QNN SDK"));
+                }
+                case "6004" -> {
+                    return Optional.of(new Diagnosis("QNN_INVALID_TENSOR", "a tensor is invalid for the backend (QNN error 6004)",
+                            "check its data type: HTP takes uint8/uint16 activations and int8/uint8/int4 weights"));
+                }
+                default -> {
+                }
+            }
+        }
+        return Optional.empty();
+    }
+}

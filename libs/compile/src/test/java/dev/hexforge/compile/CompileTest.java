@@ -1,0 +1,152 @@
+package dev.hexforge.compile;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.forward.DecoderForward;
+import dev.hexforge.forward.DecoderWeights;
+import dev.hexforge.generate.CausalLm;
+import dev.hexforge.generate.Generator;
+import dev.hexforge.onnx.export.DecoderExporter;
+import dev.hexforge.onnx.export.ExportOptions;
+import dev.hexforge.onnx.runtime.OnnxLm;
+import dev.hexforge.progress.Progress;
+import dev.hexforge.quant.AimetEncodings;
+import dev.hexforge.quant.QuantSpec;
+import dev.hexforge.quant.QuantizedModel;
+import dev.hexforge.quant.onnx.QdqFormat;
+import dev.hexforge.testing.Fixtures;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class CompileTest {
+    @TempDir
+    static Path tmp;
+    static Path staticExport;
+    static Path dynamicExport;
+    static QuantizedModel qm;
+    static DecoderWeights base;
+    static Path sdk;
+
+    @BeforeAll
+    static void exportAndSdk() throws Exception {
+        try (Checkpoint ckpt = Checkpoint.open(Fixtures.qwen2Tiny())) {
+            base = DecoderWeights.load(ckpt);
+            qm = QuantizedModel.rtn(ckpt, QuantSpec.int8PerChannel(), List.of());
+            staticExport = tmp.resolve("static");
+            DecoderExporter.export(ckpt, staticExport, ExportOptions.staticShapes(64, 256), new QdqFormat(qm), Progress.NONE);
+            AimetEncodings.write(qm, List.of(), staticExport.resolve(AimetEncodings.FILE));
+            dynamicExport = tmp.resolve("dynamic");
+            DecoderExporter.export(ckpt, dynamicExport, ExportOptions.dynamic(), new QdqFormat(qm), Progress.NONE);
+        }
+        sdk = tmp.resolve("qairt-2.40.0-standin");
+        Path bin = Files.createDirectories(sdk.resolve("bin/x86_64-linux-clang"));
+        Files.createDirectories(sdk.resolve("lib/x86_64-linux-clang"));
+        Files.writeString(sdk.resolve("lib/x86_64-linux-clang/libQnnHtp.so"), "stand-in backend");
+        Files.writeString(sdk.resolve("sdk.yaml"), "name: qairt stand-in\nversion: 2.40.0.251030\n");
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        for (String tool : List.of("qnn-onnx-converter", "qnn-model-lib-generator", "qnn-context-binary-generator")) {
+            Path script = bin.resolve(tool);
+            Files.writeString(script, "#!/bin/sh\n# TEST DOUBLE of the QNN SDK's " + tool + " (see QnnToolStandIn)\nexec '" + java
+                    + "' -cp '" + System.getProperty("java.class.path") + "' " + QnnToolStandIn.class.getName() + " '" + sdk + "' "
+                    + tool + " \"$@\"\n");
+            Files.setPosixFilePermissions(script, PosixFilePermissions.fromString("rwxr-xr-x"));
+        }
+    }
+
+    @Test
+    void theOrtQnnBundleRunsInOnnxRuntimeAndMatchesTheQuantizedReference() throws Exception {
+        Path out = tmp.resolve("bundle");
+        ObjectNode manifest = OrtQnnBundler.build(staticExport, out, CompileOptions.of("SM8650", 0));
+        assertEquals("ort-qnn", manifest.path("target").asText());
+        assertEquals(75, manifest.path("htpArch").asInt());
+        assertEquals(256, manifest.path("contextLength").asInt());
+        assertTrue(manifest.path("graphs").has("prompt") && manifest.path("graphs").has("token"), manifest.toString());
+        assertTrue(manifest.path("tools").path("onnxRuntime").asText().matches("\\d+\\.\\d+\\.\\d+"), manifest.toString());
+        JsonNode genai = new ObjectMapper().readTree(out.resolve(OrtQnnBundler.GENAI_CONFIG).toFile());
+        JsonNode qnn = genai.at("/model/decoder/session_options/provider_options/0/qnn");
+        assertEquals("libQnnHtp.so", qnn.path("backend_path").asText());
+        assertEquals("SM8650", qnn.path("soc_model").asText());
+        assertEquals("75", qnn.path("htp_arch").asText());
+        assertEquals("1", genai.at("/model/decoder/session_options/config_entries/session.disable_cpu_ep_fallback").asText());
+        assertEquals(2, genai.at("/model/decoder/pipeline").size());
+        assertTrue(Files.isRegularFile(out.resolve("tokenizer.json")));
+
+        DecoderForward reference = new DecoderForward(qm.fakeQuantized(base));
+        try (CausalLm lm = OnnxLm.open(out, 1)) {
+            for (JsonNode p : Fixtures.json(Fixtures.reference("reference.json")).path("prompts")) {
+                int[] ids = Fixtures.ints(p.path("input_ids"));
+                assertArrayEquals(Generator.generate(reference, ids, Generator.Options.greedy(12), null),
+                        Generator.generate(lm, ids, Generator.Options.greedy(12), null), p.path("name").asText());
+            }
+        }
+    }
+
+    @Test
+    void whatTheNpuCannotRunIsRefusedWithTheFix() {
+        CompileException dynamic = assertThrows(CompileException.class,
+                () -> OrtQnnBundler.build(dynamicExport, tmp.resolve("no"), CompileOptions.of("SM8650", 0)));
+        assertTrue(dynamic.getMessage().contains("static export") && dynamic.hint().contains("export.variant: static"), dynamic.getMessage());
+        CompileException soc = assertThrows(CompileException.class,
+                () -> OrtQnnBundler.build(staticExport, tmp.resolve("no2"), CompileOptions.of("SM9999", 0)));
+        assertTrue(soc.getMessage().contains("unknown soc") && soc.hint().contains("SM8650"), soc.getMessage());
+        assertEquals(80, Soc.resolve("SM9999", 80).htpArch(), "an unknown SoC with its architecture given");
+        assertThrows(CompileException.class, () -> Soc.resolve("SM8650", 73));
+    }
+
+    @Test
+    void contextBinariesAndModelLibrariesAreBuiltWithTheSdkToolsUnderTheirContract() throws Exception {
+        QnnSdk tools = new QnnSdk(sdk);
+        assertEquals("2.40.0.251030", tools.version());
+        Path ctx = tmp.resolve("ctx");
+        ObjectNode m = tools.build(QnnSdk.CONTEXT_BINARY, staticExport, ctx, CompileOptions.of("SM8650", 0));
+        assertTrue(Files.isRegularFile(ctx.resolve("prompt.bin")) && Files.isRegularFile(ctx.resolve("token.bin")));
+        assertEquals("2.40.0.251030", m.path("qnnSdk").asText());
+        assertEquals("prompt.bin", m.path("graphs").path("prompt").path("file").asText());
+        Path libs = tmp.resolve("libs");
+        tools.build(QnnSdk.MODEL_LIB, staticExport, libs, CompileOptions.of("SM8550", 0));
+        assertTrue(Files.readString(libs.resolve("libprompt.so")).contains("aarch64-android"), "built for the phone");
+        assertTrue(Files.isRegularFile(libs.resolve("tokenizer.json")));
+    }
+
+    @Test
+    void aFailingToolIsTriagedToTheNodeAndTheFix() throws Exception {
+        QnnSdk tools = new QnnSdk(sdk);
+        Path fail = sdk.resolve("standin-fail.txt");
+        try {
+            Files.writeString(fail, "unsupported-op /model/layers.0/mlp/act/Erf Erf");
+            CompileException e = assertThrows(CompileException.class,
+                    () -> tools.build(QnnSdk.CONTEXT_BINARY, staticExport, tmp.resolve("f1"), CompileOptions.of("SM8650", 0)));
+            assertTrue(e.getMessage().contains("node '/model/layers.0/mlp/act/Erf' (op Erf) is not supported"), e.getMessage());
+            assertTrue(e.hint().contains("tanh approximation"), e.hint());
+            assertEquals("QNN_UNSUPPORTED_OP", e.code());
+            Files.writeString(fail, "dynamic attention_mask");
+            e = assertThrows(CompileException.class,
+                    () -> tools.build(QnnSdk.CONTEXT_BINARY, staticExport, tmp.resolve("f2"), CompileOptions.of("SM8650", 0)));
+            assertTrue(e.hint().contains("--input_dim attention_mask"), e.hint());
+            Files.writeString(fail, "code 1002");
+            e = assertThrows(CompileException.class,
+                    () -> tools.build(QnnSdk.CONTEXT_BINARY, staticExport, tmp.resolve("f3"), CompileOptions.of("SM8650", 0)));
+            assertEquals("QNN_OUT_OF_MEMORY", e.code());
+            assertTrue(e.hint().contains("split"), e.hint());
+        } finally {
+            Files.deleteIfExists(fail);
+        }
+        assertEquals("QNN_CONTEXT_MISMATCH", QnnTriage.explain("QnnContext_createFromBinary failed: error 5000").orElseThrow().code());
+        assertTrue(QnnTriage.explain("all good").isEmpty());
+        CompileException none = assertThrows(CompileException.class, () -> new QnnSdk(tmp.resolve("nothing")));
+        assertTrue(none.hint().contains("QNN_SDK_ROOT"), none.hint());
+    }
+}

@@ -1,0 +1,150 @@
+package dev.hexforge.compile;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * TEST DOUBLE for the proprietary QNN SDK tools (absent here): {@code qnn-onnx-converter}, {@code qnn-model-lib-generator}
+ * and {@code qnn-context-binary-generator}. It checks the contract the real tools have (flags, the files they read, the
+ * shapes of every graph input, the triples and backend they take) and writes its outputs where the real tools write
+ * them. A file {@code standin-fail.txt} in the SDK root makes the converter fail with an error text of the kind the
+ * real one prints ({@code unsupported-op NODE TYPE}, {@code dynamic INPUT}, {@code code NNNN}).
+ */
+public final class QnnToolStandIn {
+    private QnnToolStandIn() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        Path sdk = Path.of(args[0]);
+        String tool = args[1];
+        Map<String, List<String>> opts = new HashMap<>();
+        for (int i = 2; i < args.length; i++) {
+            String k = args[i];
+            if (!k.startsWith("-")) {
+                die("unexpected argument " + k);
+            }
+            List<String> values = new ArrayList<>();
+            while (i + 1 < args.length && !args[i + 1].startsWith("--") && !(args[i + 1].length() == 2 && args[i + 1].startsWith("-"))) {
+                values.add(args[++i]);
+            }
+            opts.computeIfAbsent(k, x -> new ArrayList<>()).add(String.join(" ", values));
+        }
+        switch (tool) {
+            case "qnn-onnx-converter" -> converter(sdk, opts);
+            case "qnn-model-lib-generator" -> libGenerator(opts);
+            case "qnn-context-binary-generator" -> contextBinary(opts);
+            default -> die("unknown tool " + tool);
+        }
+    }
+
+    static void converter(Path sdk, Map<String, List<String>> o) throws Exception {
+        Path onnx = Path.of(one(o, "--input_network"));
+        if (!Files.isRegularFile(onnx)) {
+            die("--input_network " + onnx + " does not exist");
+        }
+        Path cpp = Path.of(one(o, "--output_path"));
+        if (!cpp.toString().endsWith(".cpp")) {
+            die("--output_path must name a .cpp file");
+        }
+        Path fail = sdk.resolve("standin-fail.txt");
+        if (Files.isRegularFile(fail)) {
+            String[] f = Files.readString(fail).strip().split(" ");
+            switch (f[0]) {
+                case "unsupported-op" -> System.out.println("2026-12-02 12:00:00,000 - 235 - ERROR - Node " + f[1] + " (type " + f[2]
+                        + ") is not supported by the HTP backend: op validation failed");
+                case "dynamic" -> System.out.println("ERROR - QnnModel_addNode failed: error code 6036: dynamic tensor shape for input "
+                        + f[1]);
+                default -> System.out.println("ERROR - graph finalize failed with error code " + f[1]);
+            }
+            System.exit(1);
+        }
+        GraphIo io = GraphIo.read(onnx);
+        Map<String, String> dims = new HashMap<>();
+        for (String d : o.getOrDefault("--input_dim", List.of())) {
+            String[] p = d.split(" ");
+            dims.put(p[0], p[1]);
+        }
+        for (GraphIo.Tensor t : io.inputs()) {
+            String given = dims.get(t.name());
+            if (given == null) {
+                die("6036: no --input_dim for input " + t.name());
+            }
+            if (!given.equals(t.dimsArg())) {
+                die("--input_dim " + t.name() + " " + given + " does not match the graph's " + t.dimsArg());
+            }
+        }
+        List<String> outs = o.getOrDefault("--out_node", List.of());
+        for (GraphIo.Tensor t : io.outputs()) {
+            if (!outs.contains(t.name())) {
+                die("no --out_node for output " + t.name());
+            }
+        }
+        if (o.containsKey("--quantization_overrides")) {
+            JsonNode enc = new ObjectMapper().readTree(Path.of(one(o, "--quantization_overrides")).toFile());
+            if (!enc.has("activation_encodings") || !enc.has("param_encodings")) {
+                die("--quantization_overrides is not an AIMET encodings file");
+            }
+        }
+        if (!List.of("8", "16").contains(one(o, "--act_bitwidth")) || !List.of("4", "8").contains(one(o, "--weights_bitwidth"))) {
+            die("--act_bitwidth 8|16 and --weights_bitwidth 4|8");
+        }
+        Files.writeString(cpp, "// converted from " + onnx.getFileName() + "\n");
+        Files.write(cpp.resolveSibling(cpp.getFileName().toString().replace(".cpp", ".bin")), new byte[64]);
+    }
+
+    static void libGenerator(Map<String, List<String>> o) throws Exception {
+        Path cpp = Path.of(one(o, "-c"));
+        Path bin = Path.of(one(o, "-b"));
+        if (!Files.isRegularFile(cpp) || !Files.isRegularFile(bin)) {
+            die("-c model.cpp and -b model.bin must exist");
+        }
+        String triple = one(o, "-t");
+        if (!List.of("x86_64-linux-clang", "aarch64-android").contains(triple)) {
+            die("unknown target triple " + triple);
+        }
+        Path dir = Files.createDirectories(Path.of(one(o, "-o")).resolve(triple));
+        String name = cpp.getFileName().toString().replace(".cpp", "");
+        Files.writeString(dir.resolve("lib" + name + ".so"), "ELF " + triple + "\n");
+    }
+
+    static void contextBinary(Map<String, List<String>> o) throws Exception {
+        Path backend = Path.of(one(o, "--backend"));
+        if (!Files.isRegularFile(backend) || !backend.getFileName().toString().equals("libQnnHtp.so")) {
+            die("--backend must be the SDK's libQnnHtp.so");
+        }
+        Path model = Path.of(one(o, "--model"));
+        if (!Files.isRegularFile(model) || !Files.readString(model).contains("x86_64-linux-clang")) {
+            die("--model must be a model library built for the host (x86_64-linux-clang)");
+        }
+        Path out = Path.of(one(o, "--output_dir"));
+        JsonNode cfg = new ObjectMapper().readTree(Path.of(one(o, "--config_file")).toFile());
+        JsonNode ext = new ObjectMapper().readTree(Path.of(cfg.path("backend_extensions").path("config_file_path").asText()).toFile());
+        String graph = one(o, "--binary_file");
+        if (!ext.path("graphs").path(0).path("graph_names").toString().contains("\"" + graph + "\"")
+                || !ext.path("devices").path(0).path("dsp_arch").asText().startsWith("v")) {
+            die("the HTP config must name graph " + graph + " and the device's dsp_arch");
+        }
+        Files.createDirectories(out);
+        Files.write(out.resolve(graph + ".bin"), new byte[128]);
+    }
+
+    private static String one(Map<String, List<String>> o, String key) {
+        List<String> v = o.get(key);
+        if (v == null || v.size() != 1) {
+            die("expected exactly one " + key);
+        }
+        return v.get(0);
+    }
+
+    private static void die(String message) {
+        System.out.println("standin contract violation: " + message);
+        System.exit(2);
+    }
+}
