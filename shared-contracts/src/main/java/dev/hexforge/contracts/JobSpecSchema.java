@@ -72,7 +72,7 @@ public final class JobSpecSchema {
             object("compile", "NPU compilation.",
                     oneOf("target", "ort-qnn", "ort-qnn, qnn-context-binary or qnn-model-lib.", "ort-qnn", "qnn-context-binary", "qnn-model-lib"),
                     string("soc", "SM8650", "Target chipset (e.g. SM8650 = Snapdragon 8 Gen 3)."),
-                    integer("htpArch", 75, 68, 99, "Hexagon HTP architecture (v75 for SM8650).")),
+                    integer("htpArch", 0, 0, 99, "Hexagon HTP architecture; 0 takes it from the SoC (v75 for SM8650), give it for a SoC Hexforge does not know.")),
             object("sign", "Signing of stored artifacts.",
                     bool("provenance", true, "Attach a signed provenance statement.")),
             object("benchmark", "On-device benchmark.",

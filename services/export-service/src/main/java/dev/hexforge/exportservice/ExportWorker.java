@@ -49,7 +49,7 @@ class ExportWorker extends StageWorker {
     }
 
     @Override
-    protected StageEvents.Completed run(Attempt a) {
+    protected StageEvents.Completed run(Attempt a) throws java.io.IOException {
         JobSpec spec = a.spec();
         JobSpec.Export e = spec.export();
         Variant v = e.variant().equals("static") ? Variant.STATIC : Variant.DYNAMIC;
@@ -67,6 +67,10 @@ class ExportWorker extends StageWorker {
             }
             ExportInfo info = DecoderExporter.export(ckpt, out, new ExportOptions(v, e.seq(), e.ctx(), e.opset()), format,
                     (what, done, total) -> a.progress(total == 0 ? 0 : 90.0 * done / total, what, Map.of(), false));
+            Path encodings = model.resolve(dev.hexforge.quant.AimetEncodings.FILE);
+            if (java.nio.file.Files.isRegularFile(encodings)) { // the QNN converter's quantization overrides travel with the graphs
+                java.nio.file.Files.copy(encodings, out.resolve(dev.hexforge.quant.AimetEncodings.FILE));
+            }
             StageEvents.ArtifactRef ref = a.storeOutput(out, kind);
             return a.completed(List.of(ref), Map.of("variant", v.name().toLowerCase(), "graphs", info.graphs(),
                     "seconds", (System.nanoTime() - t0) / 1e9));

@@ -49,7 +49,7 @@ final class Demo {
         Standalone fleet = null;
         if (!reachable(base)) {
             long t0 = System.nanoTime();
-            System.out.println("fleet    starting in this JVM (Kafka, PostgreSQL, S3, gateway, finetune, quantize, export and artifact services)...");
+            System.out.println("fleet    starting in this JVM (Kafka, PostgreSQL, S3, gateway, finetune, quantize, export, compile and artifact services)...");
             fleet = Standalone.start(Standalone.home(), Standalone.GATEWAY_PORT);
             System.out.printf("fleet    up in %.1fs at %s%n", (System.nanoTime() - t0) / 1e9, fleet.gatewayUrl());
         } else {
@@ -64,8 +64,9 @@ final class Demo {
             }
             check(model, onnx, text);
             Path int8 = runJob(base, "{\"name\": \"demo: qwen2-tiny int8\", \"model\": {\"path\": " + model64 + "},"
-                    + " \"stages\": [\"quantize\", \"export\", \"sign\"], \"quantize\": {\"method\": \"rtn\", \"bits\": 8, \"group\": 0},"
-                    + " \"export\": {\"variant\": \"static\", \"seq\": 128, \"ctx\": 512}}", "onnx-static-int8-qdq");
+                    + " \"stages\": [\"quantize\", \"export\", \"compile\", \"sign\"], \"quantize\": {\"method\": \"rtn\", \"bits\": 8, \"group\": 0},"
+                    + " \"export\": {\"variant\": \"static\", \"seq\": 128, \"ctx\": 512}, \"compile\": {\"target\": \"ort-qnn\", \"soc\": \"SM8650\"}}",
+                    "ort-qnn-int8-sm8650");
             if (int8 == null) {
                 return 1;
             }
@@ -125,6 +126,11 @@ final class Demo {
                 System.out.printf("quantize %s: ppl %.4f -> %.4f (gate %s), greedy agreement %.0f%%%n", report.path("spec").asText(),
                         report.path("floatPerplexity").asDouble(), report.path("quantizedPerplexity").asDouble(),
                         report.path("gatePassed").asBoolean() ? "passed" : "FAILED", report.path("greedyAgreement").asDouble() * 100);
+            }
+            if (report.has("htpArch")) {
+                System.out.printf("compile  %s bundle for %s (%s, HTP v%d): graphs %s, CPU fallback disabled%n",
+                        report.path("target").asText(), report.path("soc").asText(), report.path("socName").asText(),
+                        report.path("htpArch").asInt(), report.path("graphs").properties().stream().map(java.util.Map.Entry::getKey).toList());
             }
             if (report.has("evalLoss")) {
                 System.out.printf("finetune %d steps, %.0f tokens/s: eval loss %.4f, exact match %.1f%% (base model: 6.78, 0%%)%n",

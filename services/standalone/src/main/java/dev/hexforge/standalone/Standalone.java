@@ -1,6 +1,7 @@
 package dev.hexforge.standalone;
 
 import dev.hexforge.artifactservice.ArtifactServiceApplication;
+import dev.hexforge.compileservice.CompileServiceApplication;
 import dev.hexforge.exportservice.ExportServiceApplication;
 import dev.hexforge.finetuneservice.FinetuneServiceApplication;
 import dev.hexforge.gateway.GatewayApplication;
@@ -23,15 +24,15 @@ import java.util.Map;
 import java.util.function.Function;
 
 /**
- * The whole fleet in one JVM: embedded Kafka, PostgreSQL and S3 on fixed ports, the finetune, quantize, export and
- * artifact services and the gateway.
+ * The whole fleet in one JVM: embedded Kafka, PostgreSQL and S3 on fixed ports, the finetune, quantize, export,
+ * compile and artifact services and the gateway.
  * State lives under the home folder ({@code ~/.hexforge}) and survives restarts; the S3 secret, the internal secret
  * between gateway and artifact service, and the signing key are generated on the first start and kept there (mode 600).
  */
 public final class Standalone implements AutoCloseable {
     public static final int GATEWAY_PORT = 8080;
     /** The stages the stage services below run; the gateway accepts jobs of these only. */
-    static final String STAGES = "finetune,merge,quantize,export,sign";
+    static final String STAGES = "finetune,merge,quantize,export,compile,sign";
     private final EmbeddedInfra infra;
     private final List<ConfigurableApplicationContext> stageServices;
     private final ConfigurableApplicationContext gateway;
@@ -101,9 +102,10 @@ public final class Standalone implements AutoCloseable {
             starters.put("finetune", FinetuneServiceApplication::start);
             starters.put("quantize", QuantizeServiceApplication::start);
             starters.put("export", ExportServiceApplication::start);
+            starters.put("compile", CompileServiceApplication::start);
             starters.forEach((name, start) -> services.add(start.apply(new String[]{kafka, s3,
                     "--hexforge.s3.secret-key=" + secret, "--hexforge.work-dir=" + home.resolve("work/" + name),
-                    "--spring.main.banner-mode=off"})));
+                    "--spring.main.banner-mode=off", "--spring.main.log-startup-info=false"})));
             String internal = "--hexforge.internal-token=" + secret(home.resolve("secrets/internal-token"));
             String[] db = {"--spring.datasource.url=" + infra.postgres().jdbcUrl(),
                     "--spring.datasource.username=" + infra.postgres().user(),
@@ -111,18 +113,25 @@ public final class Standalone implements AutoCloseable {
             ConfigurableApplicationContext artifacts = ArtifactServiceApplication.start(kafka, s3, "--hexforge.s3.secret-key=" + secret,
                     "--hexforge.work-dir=" + home.resolve("work/artifacts"), "--hexforge.signing.key=" + signingKey(home),
                     "--hexforge.signing.generate=true", internal, "--server.port=0", "--server.address=127.0.0.1",
-                    db[0], db[1], db[2], "--spring.main.banner-mode=off");
+                    db[0], db[1], db[2], "--spring.main.banner-mode=off", "--spring.main.log-startup-info=false");
             services.add(artifacts);
             ConfigurableApplicationContext gateway = new SpringApplicationBuilder(GatewayApplication.class).run(kafka,
-                    "--hexforge.stages=" + STAGES, "--hexforge.bootstrap-token-file=" + tokenFile(home),
+                    "--hexforge.stages=" + STAGES, "--hexforge.compile-targets=" + compileTargets(),
+                    "--hexforge.bootstrap-token-file=" + tokenFile(home),
                     "--server.port=" + gatewayPort, db[0], db[1], db[2], internal, s3, "--hexforge.s3.secret-key=" + secret, "--hexforge.artifact-service.url=http://127.0.0.1:"
-                            + artifacts.getEnvironment().getProperty("local.server.port"), "--spring.main.banner-mode=off");
+                            + artifacts.getEnvironment().getProperty("local.server.port"), "--spring.main.banner-mode=off", "--spring.main.log-startup-info=false");
             return new Standalone(infra, services, gateway, secret);
         } catch (RuntimeException e) {
             services.forEach(ConfigurableApplicationContext::close);
             infra.close();
             throw e;
         }
+    }
+
+    /** ort-qnn always; the QNN SDK targets when the compile service has an SDK (QNN_SDK_ROOT). */
+    static String compileTargets() {
+        String sdk = System.getenv("QNN_SDK_ROOT");
+        return sdk == null || sdk.isBlank() ? "ort-qnn" : "ort-qnn,qnn-context-binary,qnn-model-lib";
     }
 
     public String gatewayUrl() {

@@ -251,4 +251,22 @@ class CliAgainstFleetTest {
             System.setProperty("hexforge.token", admin);
         }
     }
+
+    @Test
+    void anInt8ModelIsCompiledToAnOrtQnnBundleAndSdkTargetsWithoutAnSdkAreRefusedUpFront() throws Exception {
+        Path spec = Files.writeString(home.resolve("compile.yaml"), "model:\n  path: " + Fixtures.qwen2Tiny() + "\n"
+                + "stages: [quantize, export, compile]\nquantize:\n  method: rtn\n  bits: 8\n  group: 0\n"
+                + "export:\n  variant: static\n  seq: 32\n  ctx: 128\ncompile:\n  target: ort-qnn\n  soc: SM8550\n");
+        Run r = cli("submit", spec.toString(), "--watch", "--json");
+        assertEquals(0, r.exit(), r.err() + r.out());
+        JsonNode compile = new ObjectMapper().readTree(r.out()).path("stages").get(2);
+        assertEquals("ort-qnn-bundle", compile.path("outputs").get(0).path("kind").asText());
+        assertEquals(73, compile.path("report").path("htpArch").asInt(), "v73 from the SoC table: " + compile.path("report"));
+        assertEquals("qdq", compile.path("report").path("linearFormat").asText());
+
+        Path sdk = Files.writeString(home.resolve("sdk.yaml"), Files.readString(spec).replace("target: ort-qnn", "target: qnn-context-binary"));
+        Run refused = cli("submit", sdk.toString());
+        assertEquals(1, refused.exit());
+        assertTrue(refused.err().contains("400") && refused.err().contains("QNN_SDK_ROOT"), refused.err());
+    }
 }
