@@ -19,7 +19,7 @@ import java.util.concurrent.Callable;
 /** The device-runner's command line: benchmark a signed bundle folder, or an artifact fetched from the fleet. */
 @Command(name = "hexforge-device-runner", mixinStandardHelpOptions = true,
         description = "Runs signed Hexforge bundles on this device's backends and reports benchmarks.",
-        subcommands = {Main.Bench.class, Main.Run.class})
+        subcommands = {Main.Serve.class, Main.Bench.class, Main.Run.class})
 public final class Main implements Runnable {
     static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
@@ -58,6 +58,29 @@ public final class Main implements Runnable {
         } catch (BundleRefusedException e) {
             System.err.println("hexforge-device-runner: " + e.getMessage());
             return 2;
+        }
+    }
+
+    @Command(name = "serve", mixinStandardHelpOptions = true,
+            description = "Serve the fleet: register this device (HEXFORGE_URL, HEXFORGE_DEVICE_TOKEN from `hexforge device add`), "
+                    + "then take benchmark tasks until stopped.")
+    static final class Serve implements Callable<Integer> {
+        @Option(names = "--work", description = "where bundles are fetched to (default: a temporary folder)")
+        Path work;
+        @Option(names = "--threads", defaultValue = "1", description = "ONNX Runtime intra-op threads (default ${DEFAULT-VALUE})")
+        int threads;
+
+        @Override
+        public Integer call() throws Exception {
+            String url = System.getenv().getOrDefault("HEXFORGE_URL", "http://127.0.0.1:8080");
+            String token = System.getenv("HEXFORGE_DEVICE_TOKEN");
+            if (token == null || token.isBlank()) {
+                throw new IllegalArgumentException("set HEXFORGE_DEVICE_TOKEN (create one with `hexforge device add NAME`)");
+            }
+            Path dir = work != null ? Files.createDirectories(work) : Files.createTempDirectory("hexforge-runner");
+            System.err.println("hexforge-device-runner: serving " + url + " from " + dir);
+            new RunnerLoop(new GatewayClient(url, token), dir, threads).run();
+            return 0;
         }
     }
 

@@ -67,6 +67,7 @@ class ExportWorker extends StageWorker {
             }
             ExportInfo info = DecoderExporter.export(ckpt, out, new ExportOptions(v, e.seq(), e.ctx(), e.opset()), format,
                     (what, done, total) -> a.progress(total == 0 ? 0 : 90.0 * done / total, what, Map.of(), false));
+            writeReference(ckpt, model, out);
             Path encodings = model.resolve(dev.hexforge.quant.AimetEncodings.FILE);
             if (java.nio.file.Files.isRegularFile(encodings)) { // the QNN converter's quantization overrides travel with the graphs
                 java.nio.file.Files.copy(encodings, out.resolve(dev.hexforge.quant.AimetEncodings.FILE));
@@ -75,6 +76,28 @@ class ExportWorker extends StageWorker {
             return a.completed(List.of(ref), Map.of("variant", v.name().toLowerCase(), "graphs", info.graphs(),
                     "seconds", (System.nanoTime() - t0) / 1e9));
         }
+    }
+
+    /** A fixed prompt. */
+    static final String REFERENCE_PROMPT = "The quick brown fox jumps over the lazy dog. Once upon a time";
+
+    /**
+     * The host's reference for on-device accuracy: a fixed prompt and the greedy continuation of the Java reference
+     * forward over the weights the graphs hold (fake-quantized for a quantized model), in {@code reference.json}.
+     */
+    static void writeReference(Checkpoint ckpt, Path model, Path out) throws java.io.IOException {
+        dev.hexforge.forward.DecoderWeights w = dev.hexforge.forward.DecoderWeights.load(ckpt);
+        if (QuantizedCheckpoint.isQuantized(model)) {
+            w = QuantizedCheckpoint.read(ckpt).fakeQuantized(w);
+        }
+        int[] prompt;
+        try (dev.hexforge.tokenizer.Tokenizer tok = dev.hexforge.tokenizer.Tokenizer.load(model)) {
+            prompt = tok.encode(REFERENCE_PROMPT);
+        }
+        int[] continuation = dev.hexforge.generate.Generator.generate(new dev.hexforge.forward.DecoderForward(w), prompt,
+                dev.hexforge.generate.Generator.Options.greedy(16), null);
+        dev.hexforge.contracts.ContractsJson.MAPPER.writeValue(out.resolve("reference.json").toFile(),
+                Map.of("prompt", prompt, "continuation", continuation, "note", "greedy continuation of the Java reference forward"));
     }
 
     @Override

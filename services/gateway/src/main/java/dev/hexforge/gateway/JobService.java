@@ -32,10 +32,12 @@ public class JobService {
     private final Capabilities capabilities;
     private final UploadRepository uploads;
     private final OutboxRelay relay;
+    private final DeviceService devices;
 
     JobService(JobRepository jobs, AttemptRepository attempts, OutboxRepository outbox, Capabilities capabilities,
-               UploadRepository uploads, OutboxRelay relay) {
+               UploadRepository uploads, OutboxRelay relay, DeviceService devices) {
         this.relay = relay;
+        this.devices = devices;
         this.uploads = uploads;
         this.jobs = jobs;
         this.attempts = attempts;
@@ -48,6 +50,15 @@ public class JobService {
     public JobEntity submit(String body, String tenant) {
         JobSpec spec = JobSpecReader.read(body);
         capabilities.require(spec);
+        if (spec.stageList().contains(Stage.BENCHMARK)) {
+            List<dev.hexforge.contracts.Problem> missing = spec.benchmark().backends().stream().filter(b -> !devices.offers(tenant, b))
+                    .map(b -> new dev.hexforge.contracts.Problem("benchmark.backends", "none of your device runners offers '" + b
+                            + "'; add one with `hexforge device add NAME` and start `hexforge-device-runner serve` on the device"))
+                    .toList();
+            if (!missing.isEmpty()) {
+                throw new dev.hexforge.contracts.InvalidJobSpecException(missing);
+            }
+        }
         List<ArtifactRef> inputs = List.of();
         String modelName = spec.model().path();
         if (spec.model().upload() != null) {
@@ -97,6 +108,13 @@ public class JobService {
         j.currentStage = stage.id();
         j.currentAttempt = a.id;
         j.updatedAt = now;
+        if (stage == Stage.BENCHMARK) { // device runners pull these over REST; no stage service consumes them
+            JobSpec.Benchmark b = spec.benchmark();
+            devices.queue(a.id, j, new dev.hexforge.contracts.DeviceMessages.BenchmarkTask(a.id.toString(), j.id.toString(),
+                    inputs.isEmpty() ? null : inputs.get(0).id(), b.backends(), b.promptLength(), b.newTokens()),
+                    DeviceService.selectorOf(b.device()));
+            return;
+        }
         OutboxEntity m = new OutboxEntity();
         m.topic = Topics.requests(stage);
         m.messageKey = j.id.toString();
@@ -196,6 +214,7 @@ public class JobService {
 
     /** Tells every stage service to stop the attempt (through the outbox, with the transaction). */
     private void cancelAttempt(JobEntity j, UUID attempt) {
+        devices.cancel(attempt);
         OutboxEntity m = new OutboxEntity();
         m.topic = Topics.CONTROL;
         m.messageKey = j.id.toString();

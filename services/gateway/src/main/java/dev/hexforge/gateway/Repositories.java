@@ -31,3 +31,15 @@ interface UploadRepository extends JpaRepository<UploadEntity, UUID> {
 
     Page<UploadEntity> findByTenantOrderByCreatedAtDesc(String tenant, Pageable page);
 }
+
+interface DeviceRepository extends JpaRepository<DeviceEntity, UUID> {
+    Optional<DeviceEntity> findByTokenHash(String tokenHash);
+
+    List<DeviceEntity> findByTenantOrderByNameAsc(String tenant);
+}
+
+interface BenchmarkTaskRepository extends JpaRepository<BenchmarkTaskEntity, UUID> {
+    List<BenchmarkTaskEntity> findByTenantAndStateOrderByCreatedAtAsc(String tenant, BenchmarkTaskEntity.State state);
+
+    List<BenchmarkTaskEntity> findByStateAndLeaseUntilBefore(BenchmarkTaskEntity.State state, java.time.Instant before);
+}

@@ -15,10 +15,19 @@ import java.util.Optional;
 class TokenFilter extends OncePerRequestFilter {
     static final String TENANT_ATTRIBUTE = "hexforge.tenant";
     static final String ADMIN_ATTRIBUTE = "hexforge.admin";
+    static final String DEVICE_ATTRIBUTE = "hexforge.device";
     private final TokenService tokens;
+    private final DeviceService devices;
 
-    TokenFilter(TokenService tokens) {
+    TokenFilter(TokenService tokens, DeviceService devices) {
         this.tokens = tokens;
+        this.devices = devices;
+    }
+
+    /** What a device token may do: the runner API, and read its tenant's artifacts and the signing keys. */
+    private static boolean deviceMayCall(HttpServletRequest r) {
+        String p = r.getRequestURI();
+        return p.startsWith("/api/v1/runner/") || (r.getMethod().equals("GET") && (p.startsWith("/api/v1/artifacts/") || p.equals("/api/v1/keys")));
     }
 
     @Override
@@ -31,8 +40,29 @@ class TokenFilter extends OncePerRequestFilter {
     protected void doFilterInternal(HttpServletRequest request, HttpServletResponse response, FilterChain chain)
             throws ServletException, IOException {
         String header = request.getHeader("Authorization");
-        Optional<TokenEntity> token = header != null && header.startsWith("Bearer ")
-                ? tokens.lookup(header.substring("Bearer ".length()).trim()) : Optional.empty();
+        String bearer = header != null && header.startsWith("Bearer ") ? header.substring("Bearer ".length()).trim() : null;
+        if (bearer != null && bearer.startsWith(DeviceService.PREFIX)) {
+            Optional<DeviceEntity> device = devices.lookup(bearer);
+            if (device.isPresent() && deviceMayCall(request)) {
+                request.setAttribute(TENANT_ATTRIBUTE, device.get().tenant);
+                request.setAttribute(ADMIN_ATTRIBUTE, false);
+                request.setAttribute(DEVICE_ATTRIBUTE, device.get().id);
+                chain.doFilter(request, response);
+                return;
+            }
+            response.setStatus(device.isPresent() ? HttpServletResponse.SC_FORBIDDEN : HttpServletResponse.SC_UNAUTHORIZED);
+            response.setContentType("application/json");
+            response.getWriter().write(device.isPresent() ? "{\"error\":\"a device token only runs benchmark tasks and reads artifacts\"}"
+                    : "{\"error\":\"invalid device token\"}");
+            return;
+        }
+        if (request.getRequestURI().startsWith("/api/v1/runner/")) {
+            response.setStatus(HttpServletResponse.SC_UNAUTHORIZED);
+            response.setContentType("application/json");
+            response.getWriter().write("{\"error\":\"the runner API takes a device token (hexforge device add NAME)\"}");
+            return;
+        }
+        Optional<TokenEntity> token = bearer != null ? tokens.lookup(bearer) : Optional.empty();
         if (token.isEmpty()) {
             response.setStatus(HttpServletResponse.SC_UNAUTHORIZED);
             response.setContentType("application/json");

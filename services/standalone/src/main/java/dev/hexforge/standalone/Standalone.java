@@ -1,7 +1,10 @@
 package dev.hexforge.standalone;
 
 import dev.hexforge.artifactservice.ArtifactServiceApplication;
+import dev.hexforge.client.GatewayClient;
 import dev.hexforge.compileservice.CompileServiceApplication;
+import dev.hexforge.devicerunner.RunnerLoop;
+import dev.hexforge.gateway.DeviceService;
 import dev.hexforge.exportservice.ExportServiceApplication;
 import dev.hexforge.finetuneservice.FinetuneServiceApplication;
 import dev.hexforge.gateway.GatewayApplication;
@@ -32,11 +35,12 @@ import java.util.function.Function;
 public final class Standalone implements AutoCloseable {
     public static final int GATEWAY_PORT = 8080;
     /** The stages the stage services below run; the gateway accepts jobs of these only. */
-    static final String STAGES = "finetune,merge,quantize,export,compile,sign";
+    static final String STAGES = "finetune,merge,quantize,export,compile,sign,benchmark";
     private final EmbeddedInfra infra;
     private final List<ConfigurableApplicationContext> stageServices;
     private final ConfigurableApplicationContext gateway;
     private final String s3Secret;
+    private RunnerLoop runner;
 
     private Standalone(EmbeddedInfra infra, List<ConfigurableApplicationContext> stageServices,
                        ConfigurableApplicationContext gateway, String s3Secret) {
@@ -118,9 +122,17 @@ public final class Standalone implements AutoCloseable {
             ConfigurableApplicationContext gateway = new SpringApplicationBuilder(GatewayApplication.class).run(kafka,
                     "--hexforge.stages=" + STAGES, "--hexforge.compile-targets=" + compileTargets(),
                     "--hexforge.bootstrap-token-file=" + tokenFile(home),
-                    "--server.port=" + gatewayPort, db[0], db[1], db[2], internal, s3, "--hexforge.s3.secret-key=" + secret, "--hexforge.artifact-service.url=http://127.0.0.1:"
-                            + artifacts.getEnvironment().getProperty("local.server.port"), "--spring.main.banner-mode=off", "--spring.main.log-startup-info=false");
-            return new Standalone(infra, services, gateway, secret);
+                    "--server.port=" + gatewayPort, db[0], db[1], db[2], internal, s3, "--hexforge.s3.secret-key=" + secret,
+                    "--hexforge.artifact-service.url=http://127.0.0.1:" + artifacts.getEnvironment().getProperty("local.server.port"),
+                    "--spring.main.banner-mode=off", "--spring.main.log-startup-info=false");
+            Standalone fleet = new Standalone(infra, services, gateway, secret);
+            try {
+                fleet.startLocalRunner(home);
+            } catch (IOException e) {
+                fleet.close();
+                throw new UncheckedIOException("starting the local device runner: " + e.getMessage(), e);
+            }
+            return fleet;
         } catch (RuntimeException e) {
             services.forEach(ConfigurableApplicationContext::close);
             infra.close();
@@ -132,6 +144,25 @@ public final class Standalone implements AutoCloseable {
     static String compileTargets() {
         String sdk = System.getenv("QNN_SDK_ROOT");
         return sdk == null || sdk.isBlank() ? "ort-qnn" : "ort-qnn,qnn-context-binary,qnn-model-lib";
+    }
+
+    /** This machine as a device runner of tenant "default" (its token made on the first start, kept in secrets/). */
+    private void startLocalRunner(Path home) throws IOException {
+        Path file = home.resolve("secrets/device-token");
+        if (!Files.isRegularFile(file)) {
+            String token = gateway.getBean(DeviceService.class).add("default", "local");
+            Files.writeString(file, token);
+            try {
+                Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
+            } catch (UnsupportedOperationException ignored) {
+                // not a POSIX file system
+            }
+        }
+        runner = new RunnerLoop(new GatewayClient(gatewayUrl(), Files.readString(file).strip()),
+                Files.createDirectories(home.resolve("work/runner")), 1);
+        Thread t = new Thread(runner, "hexforge-local-runner");
+        t.setDaemon(true);
+        t.start();
     }
 
     public String gatewayUrl() {
@@ -149,6 +180,9 @@ public final class Standalone implements AutoCloseable {
     @Override
     public void close() {
         try {
+            if (runner != null) {
+                runner.close();
+            }
             gateway.close();
             stageServices.forEach(ConfigurableApplicationContext::close);
         } finally {

@@ -269,4 +269,66 @@ class CliAgainstFleetTest {
         assertEquals(1, refused.exit());
         assertTrue(refused.err().contains("400") && refused.err().contains("QNN_SDK_ROOT"), refused.err());
     }
+
+    @Test
+    void theLocalRunnerBenchmarksTheSignedBundleAndRefusesATamperedOne() throws Exception {
+        Run devices = cli("device", "list");
+        for (int i = 0; i < 100 && !devices.out().contains("ort-cpu"); i++) { // the runner registers as the fleet comes up
+            Thread.sleep(200);
+            devices = cli("device", "list");
+        }
+        assertTrue(devices.out().contains("local") && devices.out().contains("online") && devices.out().contains("ort-cpu"),
+                "standalone's own runner: " + devices.out());
+        String pipeline = "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [quantize, export, compile, sign, benchmark]\n"
+                + "quantize:\n  method: rtn\n  bits: 8\n  group: 0\nexport:\n  variant: static\n  seq: 32\n  ctx: 128\n"
+                + "benchmark:\n  promptLength: 16\n  newTokens: 8\n";
+        Run r = cli("submit", Files.writeString(home.resolve("bench.yaml"), pipeline).toString(), "--watch", "--json");
+        assertEquals(0, r.exit(), r.err() + r.out());
+        JsonNode bench = new ObjectMapper().readTree(r.out()).path("stages").get(4);
+        assertEquals("benchmark", bench.path("stage").asText());
+        JsonNode result = bench.path("report").path("results").get(0);
+        assertEquals("ort-cpu", result.path("backend").asText(), bench.toString());
+        assertEquals(1.0, result.path("tokenAgreement").asDouble(), "INT8 on the device agrees with the fake-quantized reference: " + result);
+        assertTrue(result.path("decodeTokensPerSecond").asDouble() > 0 && result.path("peakRssBytes").asLong() > 0, result.toString());
+        assertTrue(result.path("notAvailable").has("energyPerToken"), "not available, not zero: " + result);
+        assertEquals("local", bench.path("report").path("device").asText());
+
+        Path qnn = Files.writeString(home.resolve("bench-qnn.yaml"), pipeline + "  backends: [ort-qnn]\n");
+        Run refused = cli("submit", qnn.toString());
+        assertEquals(1, refused.exit());
+        assertTrue(refused.err().contains("none of your device runners offers 'ort-qnn'"), refused.err());
+
+        // someone changes a stored byte of the signed bundle, then its signature: the runner will not run it, and says why
+        JsonNode signed = new ObjectMapper().readTree(r.out()).path("stages").get(3).path("outputs").get(0);
+        dev.hexforge.store.ArtifactStore s3 = new dev.hexforge.store.ArtifactStore(fleet.infra().s3().endpoint(),
+                fleet.infra().s3().accessKey(), fleet.s3Secret());
+        String provenance = s3.manifest(signed.path("sha256").asText()).stream().filter(e -> e.path().equals("provenance.sig"))
+                .findFirst().orElseThrow().sha256();
+        String key = dev.hexforge.store.ArtifactStore.key(provenance);
+        byte[] original = s3.getBytes(key);
+        byte[] bytes = original.clone();
+        bytes[bytes.length / 2] ^= 1;
+        s3.putBytes(key, bytes, "application/octet-stream");
+        String token = Files.readString(home.resolve("secrets/device-token")).strip();
+        dev.hexforge.devicerunner.RunnerLoop runner = new dev.hexforge.devicerunner.RunnerLoop(
+                new dev.hexforge.client.GatewayClient(fleet.gatewayUrl(), token), Files.createDirectories(home.resolve("runner-test")), 1);
+        JsonNode task = new ObjectMapper().readTree("{\"taskId\": \"t1\", \"artifactId\": \"" + signed.path("id").asText()
+                + "\", \"backends\": [\"ort-cpu\"], \"promptLength\": 8, \"newTokens\": 2}");
+        String refusal = String.valueOf(runner.execute(task).get("error"));
+        assertTrue(refusal.contains("provenance.sig"), "a changed file is refused by name: " + refusal);
+        s3.putBytes(key, original, "application/octet-stream");
+
+        JsonNode detail = new ObjectMapper().readTree(new dev.hexforge.client.GatewayClient(fleet.gatewayUrl(), token)
+                .send("GET", "/api/v1/artifacts/" + signed.path("id").asText(), null, null).body().toString());
+        String sigKey = "signatures/" + signed.path("sha256").asText() + "/" + detail.path("signature").path("keyHint").asText() + "/model.sig";
+        byte[] sig = s3.getBytes(sigKey);
+        String text = new String(sig, java.nio.charset.StandardCharsets.UTF_8);
+        int at = text.indexOf("\"sig\"") + 10;
+        String forged = text.substring(0, at) + (text.charAt(at) == 'A' ? 'B' : 'A') + text.substring(at + 1);
+        s3.putBytes(sigKey, forged.getBytes(java.nio.charset.StandardCharsets.UTF_8), "application/json");
+        refusal = String.valueOf(runner.execute(task).get("error"));
+        assertTrue(refusal.contains("BUNDLE_REFUSED") && refusal.contains("signature"), "a forged signature is refused: " + refusal);
+        s3.putBytes(sigKey, sig, "application/json");
+        assertEquals(null, runner.execute(task).get("error"), "the restored bundle runs again");
+    }
 }
