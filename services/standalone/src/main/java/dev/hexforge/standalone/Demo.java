@@ -49,7 +49,7 @@ final class Demo {
         Standalone fleet = null;
         if (!reachable(base)) {
             long t0 = System.nanoTime();
-            System.out.println("fleet    starting in this JVM (Kafka, PostgreSQL, S3, gateway, finetune, quantize, export, compile and artifact services)...");
+            System.out.println("fleet    starting in this JVM (Kafka, PostgreSQL, S3, gateway, finetune, quantize, export, compile and artifact services, a local device runner)...");
             fleet = Standalone.start(Standalone.home(), Standalone.GATEWAY_PORT);
             System.out.printf("fleet    up in %.1fs at %s%n", (System.nanoTime() - t0) / 1e9, fleet.gatewayUrl());
         } else {
@@ -64,8 +64,9 @@ final class Demo {
             }
             check(model, onnx, text);
             Path int8 = runJob(base, "{\"name\": \"demo: qwen2-tiny int8\", \"model\": {\"path\": " + model64 + "},"
-                    + " \"stages\": [\"quantize\", \"export\", \"compile\", \"sign\"], \"quantize\": {\"method\": \"rtn\", \"bits\": 8, \"group\": 0},"
-                    + " \"export\": {\"variant\": \"static\", \"seq\": 128, \"ctx\": 512}, \"compile\": {\"target\": \"ort-qnn\", \"soc\": \"SM8650\"}}",
+                    + " \"stages\": [\"quantize\", \"export\", \"compile\", \"sign\", \"benchmark\"], \"quantize\": {\"method\": \"rtn\", \"bits\": 8, \"group\": 0},"
+                    + " \"export\": {\"variant\": \"static\", \"seq\": 128, \"ctx\": 512}, \"compile\": {\"target\": \"ort-qnn\", \"soc\": \"SM8650\"},"
+                    + " \"benchmark\": {\"promptLength\": 64, \"newTokens\": 32}}",
                     "ort-qnn-int8-sm8650");
             if (int8 == null) {
                 return 1;
@@ -132,13 +133,27 @@ final class Demo {
                         report.path("target").asText(), report.path("soc").asText(), report.path("socName").asText(),
                         report.path("htpArch").asInt(), report.path("graphs").properties().stream().map(java.util.Map.Entry::getKey).toList());
             }
+            for (JsonNode b : report.path("results")) {
+                System.out.printf("bench    %s on device %s: load %.2f s, TTFT %.1f ms, prefill %.0f tokens/s, decode %.0f tokens/s, "
+                                + "peak RSS %d MB, token agreement with the host reference %.0f%%; not available: %s%n",
+                        b.path("backend").asText(), report.path("device").asText(), b.path("loadSeconds").asDouble(),
+                        b.path("timeToFirstTokenMs").asDouble(), b.path("prefillTokensPerSecond").asDouble(),
+                        b.path("decodeTokensPerSecond").asDouble(), b.path("peakRssBytes").asLong() >> 20,
+                        b.path("tokenAgreement").asDouble() * 100, b.path("notAvailable").properties().stream()
+                                .map(java.util.Map.Entry::getKey).toList());
+            }
             if (report.has("evalLoss")) {
                 System.out.printf("finetune %d steps, %.0f tokens/s: eval loss %.4f, exact match %.1f%% (base model: 6.78, 0%%)%n",
                         report.path("steps").asInt(), report.path("tokensPerSecond").asDouble(),
                         report.path("evalLoss").asDouble(), report.path("exactMatch").asDouble() * 100);
             }
         }
-        String artifact = stages.get(stages.size() - 1).path("outputs").get(0).path("id").asText();
+        String artifact = null; // the last stage that made something (a benchmark makes measurements, not an artifact)
+        for (JsonNode st : stages) {
+            if (st.path("outputs").size() > 0) {
+                artifact = st.path("outputs").get(0).path("id").asText();
+            }
+        }
         Path dir = out.resolve(folder);
         ArtifactDownloader.Result r = new ArtifactDownloader(new GatewayClient(base, auth().substring("Bearer ".length())))
                 .download(artifact, dir, null, (path, done, size) -> { });
