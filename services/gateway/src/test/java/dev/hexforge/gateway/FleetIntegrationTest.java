@@ -7,7 +7,7 @@ import dev.hexforge.exportservice.ExportServiceApplication;
 import dev.hexforge.signing.Keys;
 import dev.hexforge.signing.ModelSignature;
 import dev.hexforge.signing.Provenance;
-import dev.hexforge.infra.EmbeddedInfra;
+import dev.hexforge.testing.fleet.FleetInfra;
 import dev.hexforge.quantizeservice.QuantizeServiceApplication;
 import dev.hexforge.store.ArtifactStore;
 import dev.hexforge.testing.Fixtures;
@@ -18,7 +18,6 @@ import org.junit.jupiter.api.io.TempDir;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -32,13 +31,17 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The fleet for real: embedded Kafka, PostgreSQL and S3, the gateway and the export service, talking over REST and Kafka. */
+/**
+ * The fleet for real: Kafka, PostgreSQL and S3 (containers where Docker is, embedded otherwise), the gateway, the
+ * artifact, export and quantize services, talking over REST and Kafka.
+ */
+@org.junit.jupiter.api.extension.ExtendWith(FleetInfra.class)
 class FleetIntegrationTest {
     static final ObjectMapper JSON = new ObjectMapper();
     static final HttpClient HTTP = HttpClient.newHttpClient();
     @TempDir
     static Path home;
-    static EmbeddedInfra infra;
+    static FleetInfra.Endpoints infra;
     static ConfigurableApplicationContext exportService;
     static ConfigurableApplicationContext quantizeService;
     static ConfigurableApplicationContext artifactService;
@@ -46,30 +49,23 @@ class FleetIntegrationTest {
     static String base;
     static final java.util.Map<String, String> TOKENS = new java.util.HashMap<>();
 
-    static int freePort() throws Exception {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
-    }
-
     @BeforeAll
-    static void start() throws Exception {
-        infra = EmbeddedInfra.start(home, new EmbeddedInfra.Ports(freePort(), freePort(), freePort(), freePort()), "s3-secret");
-        String kafka = "--spring.kafka.bootstrap-servers=" + infra.kafka().bootstrapServers();
-        exportService = ExportServiceApplication.start(kafka, "--hexforge.s3.endpoint=" + infra.s3().endpoint(),
-                "--hexforge.s3.secret-key=s3-secret", "--hexforge.work-dir=" + home.resolve("work"));
-        quantizeService = QuantizeServiceApplication.start(kafka, "--hexforge.s3.endpoint=" + infra.s3().endpoint(),
-                "--hexforge.s3.secret-key=s3-secret", "--hexforge.work-dir=" + home.resolve("work-q"));
-        String db = "--spring.datasource.url=" + infra.postgres().jdbcUrl();
-        String dbUser = "--spring.datasource.username=" + infra.postgres().user();
-        String dbPassword = "--spring.datasource.password=" + infra.postgres().password();
-        artifactService = ArtifactServiceApplication.start(kafka, "--server.port=0", db, dbUser, dbPassword,
-                "--hexforge.s3.endpoint=" + infra.s3().endpoint(), "--hexforge.s3.secret-key=s3-secret",
+    static void start(FleetInfra.Endpoints endpoints) throws Exception {
+        infra = endpoints;
+        String kafka = "--spring.kafka.bootstrap-servers=" + infra.kafka();
+        String s3 = "--hexforge.s3.endpoint=" + infra.s3Endpoint();
+        String s3Access = "--hexforge.s3.access-key=" + infra.s3AccessKey();
+        String s3Secret = "--hexforge.s3.secret-key=" + infra.s3SecretKey();
+        exportService = ExportServiceApplication.start(kafka, s3, s3Access, s3Secret, "--hexforge.work-dir=" + home.resolve("work"));
+        quantizeService = QuantizeServiceApplication.start(kafka, s3, s3Access, s3Secret, "--hexforge.work-dir=" + home.resolve("work-q"));
+        String db = "--spring.datasource.url=" + infra.jdbcUrl();
+        String dbUser = "--spring.datasource.username=" + infra.dbUser();
+        String dbPassword = "--spring.datasource.password=" + infra.dbPassword();
+        artifactService = ArtifactServiceApplication.start(kafka, "--server.port=0", db, dbUser, dbPassword, s3, s3Access, s3Secret,
                 "--hexforge.work-dir=" + home.resolve("work-a"), "--hexforge.signing.key=" + home.resolve("signing-key.pem"),
                 "--hexforge.signing.generate=true", "--hexforge.internal-token=internal-secret", "--hexforge.download-url-ttl=3s");
         gateway = new SpringApplicationBuilder(GatewayApplication.class).run(kafka, "--server.port=0", "--hexforge.stages=quantize,export,sign",
-                db, dbUser, dbPassword, "--hexforge.s3.endpoint=" + infra.s3().endpoint(), "--hexforge.s3.secret-key=s3-secret",
-                "--hexforge.uploads.max-size=8MB", "--hexforge.internal-token=internal-secret", "--hexforge.artifact-service.url=http://127.0.0.1:"
+                db, dbUser, dbPassword, s3, s3Access, s3Secret, "--hexforge.uploads.max-size=8MB", "--hexforge.internal-token=internal-secret", "--hexforge.artifact-service.url=http://127.0.0.1:"
                         + artifactService.getEnvironment().getProperty("local.server.port"));
         base = "http://127.0.0.1:" + gateway.getEnvironment().getProperty("local.server.port") + "/api/v1/jobs";
         TokenService tokens = gateway.getBean(TokenService.class);
@@ -90,9 +86,6 @@ class FleetIntegrationTest {
         }
         if (quantizeService != null) {
             quantizeService.close();
-        }
-        if (infra != null) {
-            infra.close();
         }
     }
 
@@ -140,7 +133,7 @@ class FleetIntegrationTest {
         JsonNode artifact = stage.path("outputs").get(0);
         assertEquals("onnx-static", artifact.path("kind").asText());
 
-        ArtifactStore store = new ArtifactStore(infra.s3().endpoint(), infra.s3().accessKey(), infra.s3().secretKey());
+        ArtifactStore store = new ArtifactStore(infra.s3Endpoint(), infra.s3AccessKey(), infra.s3SecretKey());
         Path fetched = home.resolve("fetched");
         store.getFolder(artifact.path("sha256").asText(), fetched);
         assertTrue(Files.isRegularFile(fetched.resolve("onnx/prompt.onnx")));
@@ -422,8 +415,8 @@ class FleetIntegrationTest {
 
     /** Objects under uploads/ in storage, to prove a refused upload left nothing behind. */
     static long storedUploads() throws Exception {
-        io.minio.MinioClient s3 = io.minio.MinioClient.builder().endpoint(infra.s3().endpoint())
-                .credentials(infra.s3().accessKey(), infra.s3().secretKey()).build();
+        io.minio.MinioClient s3 = io.minio.MinioClient.builder().endpoint(infra.s3Endpoint())
+                .credentials(infra.s3AccessKey(), infra.s3SecretKey()).build();
         long n = 0;
         for (var ignored : s3.listObjects(io.minio.ListObjectsArgs.builder().bucket(ArtifactStore.BUCKET).prefix("uploads/")
                 .recursive(true).build())) {

@@ -5,7 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.hexforge.finetuneservice.FinetuneServiceApplication;
 import dev.hexforge.gateway.GatewayApplication;
 import dev.hexforge.gateway.TokenService;
-import dev.hexforge.infra.EmbeddedInfra;
+import dev.hexforge.testing.fleet.FleetInfra;
 import dev.hexforge.testing.Fixtures;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -14,7 +14,6 @@ import org.junit.jupiter.api.io.TempDir;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -33,31 +32,27 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * back, the request is delivered to it again (its offset was never committed) and the training resumes from the
  * checkpoint in storage; the job completes with one completed attempt of the stage.
  */
+@org.junit.jupiter.api.extension.ExtendWith(FleetInfra.class)
 class StageServiceCrashTest {
     static final ObjectMapper JSON = new ObjectMapper();
     static final HttpClient HTTP = HttpClient.newHttpClient();
     @TempDir
     static Path home;
-    static EmbeddedInfra infra;
+    static FleetInfra.Endpoints infra;
     static ConfigurableApplicationContext gateway;
     static String base;
     static String token;
 
-    static int freePort() throws Exception {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
-    }
-
     @BeforeAll
-    static void start() throws Exception {
-        infra = EmbeddedInfra.start(home, new EmbeddedInfra.Ports(freePort(), freePort(), freePort(), freePort()), "s3-secret");
+    static void start(FleetInfra.Endpoints endpoints) throws Exception {
+        infra = endpoints;
         gateway = new SpringApplicationBuilder(GatewayApplication.class).run(
-                "--spring.kafka.bootstrap-servers=" + infra.kafka().bootstrapServers(), "--server.port=0",
+                "--spring.kafka.bootstrap-servers=" + infra.kafka(), "--server.port=0",
                 "--hexforge.stages=finetune", "--hexforge.stage-stall-timeout=15s",
-                "--hexforge.s3.endpoint=" + infra.s3().endpoint(), "--hexforge.s3.secret-key=s3-secret",
-                "--spring.datasource.url=" + infra.postgres().jdbcUrl(), "--spring.datasource.username=" + infra.postgres().user(),
-                "--spring.datasource.password=" + infra.postgres().password(), "--spring.main.banner-mode=off");
+                "--hexforge.s3.endpoint=" + infra.s3Endpoint(), "--hexforge.s3.access-key=" + infra.s3AccessKey(),
+                "--hexforge.s3.secret-key=" + infra.s3SecretKey(), "--spring.datasource.url=" + infra.jdbcUrl(),
+                "--spring.datasource.username=" + infra.dbUser(), "--spring.datasource.password=" + infra.dbPassword(),
+                "--spring.main.banner-mode=off");
         base = "http://127.0.0.1:" + gateway.getEnvironment().getProperty("local.server.port") + "/api/v1/jobs";
         token = gateway.getBean(TokenService.class).create("acme", "test");
     }
@@ -67,9 +62,6 @@ class StageServiceCrashTest {
         if (gateway != null) {
             gateway.close();
         }
-        if (infra != null) {
-            infra.close();
-        }
     }
 
     /** The finetune service in a JVM of its own, as a deployment runs it. */
@@ -77,9 +69,10 @@ class StageServiceCrashTest {
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--add-modules", "jdk.incubator.vector", "-Xmx1g", "-cp", System.getProperty("java.class.path"),
                 FinetuneServiceApplication.class.getName(),
-                "--spring.kafka.bootstrap-servers=" + infra.kafka().bootstrapServers(),
+                "--spring.kafka.bootstrap-servers=" + infra.kafka(),
                 "--spring.kafka.consumer.properties.session.timeout.ms=6000",
-                "--hexforge.s3.endpoint=" + infra.s3().endpoint(), "--hexforge.s3.secret-key=s3-secret",
+                "--hexforge.s3.endpoint=" + infra.s3Endpoint(), "--hexforge.s3.access-key=" + infra.s3AccessKey(),
+                "--hexforge.s3.secret-key=" + infra.s3SecretKey(),
                 "--hexforge.work-dir=" + home.resolve("work-" + name), "--hexforge.worker.heartbeat=1s",
                 "--spring.main.banner-mode=off"));
         return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(home.resolve(name + ".log").toFile()).start();
