@@ -12,16 +12,12 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.URI;
 import java.net.URLEncoder;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.security.PublicKey;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -35,8 +31,6 @@ import java.util.List;
 public final class ArtifactDownloader {
     private static final int TRIES = 4;
     private final GatewayClient gateway;
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10))
-            .followRedirects(HttpClient.Redirect.NEVER).build();
 
     /** What a finished download established. */
     public record Result(Path folder, String rootDigest, PublicKey key, String keyHint, boolean provenance, int files, long bytes,
@@ -134,31 +128,28 @@ public final class ArtifactDownloader {
         listener.bytes(path, resumedFrom, size);
         for (int tryNo = 0; tryNo < TRIES; tryNo++) {
             long have = Files.exists(target) ? Files.size(target) : 0;
-            HttpRequest.Builder req = HttpRequest.newBuilder(url).timeout(Duration.ofMinutes(10));
+            // the storage GET goes through HttpURLConnection: it streams large bodies about twice as fast as HttpClient
+            java.net.HttpURLConnection r = (java.net.HttpURLConnection) url.toURL().openConnection();
+            r.setConnectTimeout(10_000);
+            r.setReadTimeout(600_000);
+            r.setInstanceFollowRedirects(false);
             if (have > 0) {
-                req.header("Range", "bytes=" + have + "-");
+                r.setRequestProperty("Range", "bytes=" + have + "-");
             }
-            HttpResponse<InputStream> r;
-            try {
-                r = http.send(req.build(), HttpResponse.BodyHandlers.ofInputStream());
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IOException("interrupted", e);
-            }
-            int status = r.statusCode();
+            int status = r.getResponseCode();
             if (status == 403) {
-                r.body().close();
+                r.disconnect();
                 url = url(id, path); // the presigned URL expired: ask the gateway for a fresh one
                 renewals++;
                 continue;
             }
             String streamedDigest = null; // a file fetched whole in one go is hashed as it is written, not read again
             if (status == 416 && have == size) {
-                r.body().close();
+                r.disconnect();
             } else if (status == 200 || status == 206) {
                 boolean append = status == 206;
                 java.security.MessageDigest md = sha256();
-                try (InputStream in = r.body(); OutputStream o = Files.newOutputStream(target, StandardOpenOption.CREATE,
+                try (InputStream in = r.getInputStream(); OutputStream o = Files.newOutputStream(target, StandardOpenOption.CREATE,
                         StandardOpenOption.WRITE, append ? StandardOpenOption.APPEND : StandardOpenOption.TRUNCATE_EXISTING)) {
                     long done = append ? have : 0;
                     byte[] buf = new byte[1 << 20];
@@ -177,7 +168,8 @@ public final class ArtifactDownloader {
                     streamedDigest = java.util.HexFormat.of().formatHex(md.digest());
                 }
             } else {
-                String body = new String(r.body().readAllBytes(), StandardCharsets.UTF_8);
+                InputStream err = r.getErrorStream();
+                String body = err == null ? "" : new String(err.readAllBytes(), StandardCharsets.UTF_8);
                 throw new DownloadException("storage answered " + status + " for '" + path + "': " + body.strip());
             }
             if (sha256 == null || (streamedDigest != null ? streamedDigest : FolderHasher.sha256(target)).equals(sha256)) {

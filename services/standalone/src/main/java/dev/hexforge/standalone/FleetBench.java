@@ -35,13 +35,15 @@ final class FleetBench {
         Path home = Files.createTempDirectory("hexforge-bench");
         long t0 = System.nanoTime();
         try (Standalone fleet = Standalone.start(home, new EmbeddedInfra.Ports(free(), free(), free(), free()), 0)) {
-            System.out.printf("up       %.1f s to ready (fresh state: Kafka, PostgreSQL, S3, 5 services)%n", (System.nanoTime() - t0) / 1e9);
+            System.out.printf("up       %.1f s to ready (fresh state: Kafka, PostgreSQL, S3, six services, the local runner)%n", (System.nanoTime() - t0) / 1e9);
             GatewayClient gw = new GatewayClient(fleet.gatewayUrl(), Files.readString(Standalone.tokenFile(home)).strip());
             String spec = "{\"model\": {\"path\": " + JSON.writeValueAsString(StandaloneMain.hexforgeHome().resolve("fixtures/qwen2-tiny")
                     .toAbsolutePath().normalize().toString()) + "}, \"stages\": [\"export\", \"sign\"], \"export\": {\"variant\": \"dynamic\"},"
                     + " \"sign\": {\"provenance\": false}}";
-            orchestration(gw, spec, Math.max(10, jobs / 4), 1);
-            orchestration(gw, spec, jobs, concurrency);
+            if (jobs > 0) {
+                orchestration(gw, spec, Math.max(10, jobs / 4), 1);
+                orchestration(gw, spec, jobs, concurrency);
+            }
             if (mb > 0) {
                 transfer(fleet, gw, home, mb);
             }
