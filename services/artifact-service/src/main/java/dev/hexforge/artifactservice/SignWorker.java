@@ -2,6 +2,7 @@ package dev.hexforge.artifactservice;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.hexforge.contracts.ContractsJson;
+import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.signing.Provenance;
@@ -65,7 +66,7 @@ class SignWorker extends StageWorker {
             Path folder = a.dir().resolve("signed");
             copy(a.model(), folder);
             if (a.spec().sign().provenance()) {
-                Provenance.sign(folder, keys.signing(), facts(req));
+                Provenance.sign(folder, keys.signing(), facts(req, folder));
             }
             out = a.storeOutput(folder, storedFolder ? req.inputs().get(0).kind() : "hf-model");
         }
@@ -78,10 +79,28 @@ class SignWorker extends StageWorker {
         return a.completed(List.of(out), report);
     }
 
-    /** What the provenance states: the spec, every earlier artifact of the job by its OMS root digest, versions, times. */
-    private Provenance.Facts facts(StageEvents.StageRequest req) {
+    /**
+     * What the provenance states: the spec; the base model (a folder's OMS root digest, an upload's sha256), the
+     * training and calibration data the job read, and every earlier artifact of the job by its OMS root digest; the
+     * versions of the tools that made the folder (from its export.json and compile manifest); the times.
+     */
+    private Provenance.Facts facts(StageEvents.StageRequest req, Path folder) {
         List<ArtifactEntity> earlier = artifacts.findByJobIdOrderByCreatedAtAsc(UUID.fromString(req.jobId()));
+        JobSpec spec = req.spec();
         Map<String, String> materials = new LinkedHashMap<>();
+        if (spec.model().path() != null && Files.isDirectory(Path.of(spec.model().path()))) {
+            materials.put("base-model:" + spec.model().path(), Provenance.digestOf(Path.of(spec.model().path())));
+        } else if (spec.model().upload() != null) {
+            materials.put("base-model:upload/" + spec.model().upload(), uploadDigest(spec.model().upload()));
+        }
+        List<Stage> stages = spec.stageList();
+        if (stages.contains(Stage.FINETUNE)) {
+            file(materials, "finetune-data", spec.finetune().data());
+            file(materials, "finetune-eval-data", spec.finetune().evalData());
+        }
+        if (stages.contains(Stage.QUANTIZE)) {
+            file(materials, "calibration-data", spec.quantize().calibration());
+        }
         for (ArtifactEntity e : earlier) {
             materials.put(e.stage + "/" + e.kind, e.rootDigest);
         }
@@ -89,9 +108,55 @@ class SignWorker extends StageWorker {
         String v = SignWorker.class.getPackage().getImplementationVersion();
         versions.put("hexforge", v == null ? "development" : v);
         versions.put("java", System.getProperty("java.version"));
-        JsonNode spec = ContractsJson.MAPPER.valueToTree(req.spec());
+        versions.putAll(toolVersions(folder));
+        JsonNode specJson = ContractsJson.MAPPER.valueToTree(spec);
         Instant started = earlier.isEmpty() ? req.requestedAt() : earlier.get(0).createdAt;
-        return new Provenance.Facts(spec, materials, versions, req.jobId(), started, Instant.now());
+        return new Provenance.Facts(specJson, materials, versions, req.jobId(), started, Instant.now());
+    }
+
+    private static void file(Map<String, String> materials, String name, String path) {
+        if (path != null && Files.isRegularFile(Path.of(path))) {
+            materials.put(name + ":" + path, Provenance.digestOf(Path.of(path)));
+        }
+    }
+
+    /** The uploaded archive's sha256, read back from storage (the gateway computed the same on the way in). */
+    private String uploadDigest(String uploadId) {
+        try (java.io.InputStream in = store().getStream(ArtifactStore.uploadKey(uploadId))) {
+            java.security.MessageDigest md = java.security.MessageDigest.getInstance("SHA-256");
+            byte[] buf = new byte[1 << 20];
+            int n;
+            while ((n = in.read(buf)) > 0) {
+                md.update(buf, 0, n);
+            }
+            return java.util.HexFormat.of().formatHex(md.digest());
+        } catch (java.io.IOException | java.security.NoSuchAlgorithmException e) {
+            throw new ArtifactStore.StoreException("reading upload " + uploadId + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Versions the folder records: the exporter's (export.json) and the compile target's tools (manifest.json). */
+    private static Map<String, String> toolVersions(Path folder) {
+        Map<String, String> out = new LinkedHashMap<>();
+        try {
+            Path export = folder.resolve("export.json");
+            if (Files.isRegularFile(export)) {
+                JsonNode e = ContractsJson.MAPPER.readTree(export.toFile());
+                out.put("exporter", e.path("hexforgeVersion").asText());
+                out.put("onnxOpset", e.path("opset").asText());
+            }
+            Path manifest = folder.resolve("manifest.json");
+            if (Files.isRegularFile(manifest)) {
+                JsonNode m = ContractsJson.MAPPER.readTree(manifest.toFile());
+                m.path("tools").properties().forEach(t -> out.put(t.getKey(), t.getValue().asText()));
+                if (m.has("qnnSdk")) {
+                    out.put("qnnSdk", m.path("qnnSdk").asText());
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("reading the versions in " + folder + ": " + e.getMessage(), e);
+        }
+        return out;
     }
 
     private static void copy(Path from, Path to) {

@@ -60,6 +60,11 @@ public final class ArtifactStore {
         }
     }
 
+    /** Where an uploaded file is kept (the gateway writes it; stage services read it). */
+    public static String uploadKey(String uploadId) {
+        return "uploads/" + uploadId;
+    }
+
     /** The folder of an attempt's marks (its result, its cancellation). */
     public static String attemptPrefix(String attemptId) {
         return "attempts/" + attemptId + "/";

@@ -60,7 +60,7 @@ class UploadService {
                     + maxBytes + " (hexforge.uploads.max-size)");
         }
         UUID id = UUID.randomUUID();
-        String key = "uploads/" + id;
+        String key = ArtifactStore.uploadKey(id.toString());
         Metered in = new Metered(body, maxBytes);
         try {
             store.putStream(key, in, "application/octet-stream");

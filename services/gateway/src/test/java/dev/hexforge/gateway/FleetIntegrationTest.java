@@ -284,6 +284,10 @@ class FleetIntegrationTest {
         assertEquals(detail.path("signature").path("rootDigest").asText(), v.rootDigest());
         JsonNode provenance = Provenance.verify(out, Keys.readPublic(pub));
         assertTrue(provenance.toString().contains("export/onnx-static"), "the provenance names the export: " + provenance);
+        JsonNode deps = provenance.at("/predicate/buildDefinition/resolvedDependencies");
+        String baseDigest = dev.hexforge.signing.Provenance.digestOf(Fixtures.qwen2Tiny());
+        assertTrue(deps.toString().contains("base-model:") && deps.toString().contains(baseDigest), "the base model's root digest: " + deps);
+        assertTrue(provenance.at("/predicate/runDetails/builder/version").has("onnxOpset"), "the exporter's versions: " + provenance);
         Files.writeString(out.resolve("export.json"), "{}");
         assertThrows(dev.hexforge.signing.VerificationException.class,
                 () -> ModelSignature.verify(out, Keys.readPublic(pub), out.resolve("model.sig"), List.of()));
