@@ -7,7 +7,6 @@ import picocli.CommandLine.Option;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.security.KeyPair;
 import java.util.concurrent.Callable;
 
@@ -24,12 +23,7 @@ final class KeygenCommand implements Callable<Integer> {
             throw new IllegalArgumentException("refusing to overwrite an existing key file");
         }
         KeyPair kp = Keys.generate();
-        Files.writeString(privateKey, Keys.privatePem(kp.getPrivate()));
-        try {
-            Files.setPosixFilePermissions(privateKey, PosixFilePermissions.fromString("rw-------"));
-        } catch (UnsupportedOperationException ignored) {
-            // not a POSIX file system
-        }
+        dev.hexforge.io.Folders.writePrivate(privateKey, Keys.privatePem(kp.getPrivate()));
         Files.writeString(publicKey, Keys.publicPem(kp.getPublic()));
         System.out.println("wrote " + privateKey + " and " + publicKey + " (hint " + Keys.hint(kp.getPublic()) + ")");
         return 0;

@@ -50,8 +50,7 @@ public final class RunnerLoop implements Runnable, AutoCloseable {
                 ? os.getTotalMemorySize() : 0;
         info.put("ramBytes", ram);
         info.put("os", System.getProperty("os.name") + " " + System.getProperty("os.arch"));
-        String ort = ai.onnxruntime.OrtEnvironment.class.getPackage().getImplementationVersion();
-        info.put("onnxRuntime", ort == null ? "unknown" : ort);
+        info.put("onnxRuntime", dev.hexforge.onnx.runtime.OrtSessions.runtimeVersion());
         info.put("qnnSdk", null);
         return info;
     }

@@ -58,7 +58,7 @@ public final class OrtQnnBundler {
             io.put(g.getKey(), GraphIo.read(graph));
         }
         try {
-            copyTree(export, out);
+            dev.hexforge.io.Folders.copyTree(export, out);
             ObjectNode provider = JSON.createObjectNode();
             provider.put("backend_path", "libQnnHtp.so");
             provider.put("htp_performance_mode", opt.performanceMode());
@@ -137,26 +137,7 @@ public final class OrtQnnBundler {
         ObjectNode tools = m.putObject("tools");
         tools.put("hexforge", info.hexforgeVersion());
         tools.put("onnxOpset", info.opset());
-        tools.put("onnxRuntime", onnxRuntimeVersion());
+        tools.put("onnxRuntime", dev.hexforge.onnx.runtime.OrtSessions.runtimeVersion());
         return m;
-    }
-
-    /** The ONNX Runtime version this build validated the graphs with (its jar's Implementation-Version). */
-    static String onnxRuntimeVersion() {
-        String v = ai.onnxruntime.OrtEnvironment.class.getPackage().getImplementationVersion();
-        return v == null ? "unknown" : v;
-    }
-
-    static void copyTree(Path from, Path to) throws IOException {
-        try (var s = Files.walk(from)) {
-            for (Path p : s.toList()) {
-                Path t = to.resolve(from.relativize(p).toString());
-                if (Files.isDirectory(p)) {
-                    Files.createDirectories(t);
-                } else {
-                    Files.copy(p, t);
-                }
-            }
-        }
     }
 }

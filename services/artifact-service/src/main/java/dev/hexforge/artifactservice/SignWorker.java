@@ -64,7 +64,7 @@ class SignWorker extends StageWorker {
                     in.size(), in.key());
         } else {
             Path folder = a.dir().resolve("signed");
-            copy(a.model(), folder);
+            dev.hexforge.io.Folders.copyTree(a.model(), folder);
             if (a.spec().sign().provenance()) {
                 Provenance.sign(folder, keys.signing(), facts(req, folder));
             }
@@ -91,7 +91,7 @@ class SignWorker extends StageWorker {
         if (spec.model().path() != null && Files.isDirectory(Path.of(spec.model().path()))) {
             materials.put("base-model:" + spec.model().path(), Provenance.digestOf(Path.of(spec.model().path())));
         } else if (spec.model().upload() != null) {
-            materials.put("base-model:upload/" + spec.model().upload(), uploadDigest(spec.model().upload()));
+            materials.put("base-model:upload/" + spec.model().upload(), store().sha256(ArtifactStore.uploadKey(spec.model().upload())));
         }
         List<Stage> stages = spec.stageList();
         if (stages.contains(Stage.FINETUNE)) {
@@ -120,21 +120,6 @@ class SignWorker extends StageWorker {
         }
     }
 
-    /** The uploaded archive's sha256, read back from storage (the gateway computed the same on the way in). */
-    private String uploadDigest(String uploadId) {
-        try (java.io.InputStream in = store().getStream(ArtifactStore.uploadKey(uploadId))) {
-            java.security.MessageDigest md = java.security.MessageDigest.getInstance("SHA-256");
-            byte[] buf = new byte[1 << 20];
-            int n;
-            while ((n = in.read(buf)) > 0) {
-                md.update(buf, 0, n);
-            }
-            return java.util.HexFormat.of().formatHex(md.digest());
-        } catch (java.io.IOException | java.security.NoSuchAlgorithmException e) {
-            throw new ArtifactStore.StoreException("reading upload " + uploadId + ": " + e.getMessage(), e);
-        }
-    }
-
     /** Versions the folder records: the exporter's (export.json) and the compile target's tools (manifest.json). */
     private static Map<String, String> toolVersions(Path folder) {
         Map<String, String> out = new LinkedHashMap<>();
@@ -157,23 +142,6 @@ class SignWorker extends StageWorker {
             throw new UncheckedIOException("reading the versions in " + folder + ": " + e.getMessage(), e);
         }
         return out;
-    }
-
-    private static void copy(Path from, Path to) {
-        try (var s = Files.walk(from)) {
-            for (Path p : s.toList()) {
-                Path t = to.resolve(from.relativize(p).toString());
-                if (Files.isDirectory(p)) {
-                    Files.createDirectories(t);
-                } else if (Files.isRegularFile(p)) {
-                    Files.copy(p, t);
-                } else {
-                    throw new IllegalArgumentException("'" + from.relativize(p) + "' in the model folder is not a regular file");
-                }
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException("copying " + from + ": " + e.getMessage(), e);
-        }
     }
 
     @Override

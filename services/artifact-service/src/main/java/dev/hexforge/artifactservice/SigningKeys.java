@@ -7,12 +7,8 @@ import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.stereotype.Component;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
-import java.security.KeyPair;
 import java.security.PrivateKey;
 import java.security.PublicKey;
 import java.util.ArrayList;
@@ -64,21 +60,8 @@ class SigningKeys {
     }
 
     private static void create(Path file) {
-        KeyPair kp = Keys.generate();
-        try {
-            Files.createDirectories(file.toAbsolutePath().getParent());
-            Path tmp = file.resolveSibling(file.getFileName() + ".partial");
-            Files.writeString(tmp, Keys.privatePem(kp.getPrivate()));
-            try {
-                Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rw-------"));
-            } catch (UnsupportedOperationException ignored) {
-                // not a POSIX file system
-            }
-            Files.move(tmp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
-            LOG.info("generated a signing key at {}", file);
-        } catch (IOException e) {
-            throw new UncheckedIOException("creating the signing key " + file + ": " + e.getMessage(), e);
-        }
+        dev.hexforge.io.Folders.writePrivate(file, Keys.privatePem(Keys.generate().getPrivate()));
+        LOG.info("generated a signing key at {}", file);
     }
 
     PrivateKey signing() {

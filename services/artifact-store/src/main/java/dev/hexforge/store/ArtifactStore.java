@@ -240,8 +240,23 @@ public final class ArtifactStore {
         }
     }
 
+    /** The sha256 of a stored object, read back as a stream. */
+    public String sha256(String key) {
+        try (InputStream in = getStream(key)) {
+            return sha256(in);
+        } catch (IOException e) {
+            throw new StoreException("reading " + key + ": " + e.getMessage(), e);
+        }
+    }
+
     static String sha256(Path f) throws IOException {
         try (InputStream in = Files.newInputStream(f)) {
+            return sha256(in);
+        }
+    }
+
+    private static String sha256(InputStream in) throws IOException {
+        try {
             MessageDigest md = MessageDigest.getInstance("SHA-256");
             byte[] buf = new byte[1 << 20];
             int n;

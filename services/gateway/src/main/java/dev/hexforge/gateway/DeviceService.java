@@ -12,10 +12,8 @@ import org.springframework.scheduling.annotation.Scheduled;
 import org.springframework.stereotype.Service;
 import org.springframework.transaction.annotation.Transactional;
 
-import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -38,7 +36,6 @@ public class DeviceService {
     private final OutboxRepository outbox;
     private final OutboxRelay relay;
     private final Duration lease;
-    private final SecureRandom random = new SecureRandom();
 
     DeviceService(DeviceRepository devices, BenchmarkTaskRepository tasks, OutboxRepository outbox, OutboxRelay relay,
                   @Value("${hexforge.device-lease:60s}") Duration lease) {
@@ -58,9 +55,7 @@ public class DeviceService {
         if (devices.findByTenantOrderByNameAsc(tenant).stream().anyMatch(d -> d.name.equals(name))) {
             throw new IllegalStateException("device '" + name + "' exists already");
         }
-        byte[] b = new byte[32];
-        random.nextBytes(b);
-        String token = PREFIX + Base64.getUrlEncoder().withoutPadding().encodeToString(b);
+        String token = TokenService.newSecret(PREFIX);
         DeviceEntity d = new DeviceEntity();
         d.id = UUID.randomUUID();
         d.tenant = tenant;

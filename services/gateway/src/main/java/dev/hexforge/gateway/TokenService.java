@@ -9,12 +9,8 @@ import org.springframework.data.jpa.repository.JpaRepository;
 import org.springframework.stereotype.Service;
 import org.springframework.transaction.annotation.Transactional;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.security.SecureRandom;
@@ -44,7 +40,7 @@ public class TokenService {
     private static final Logger LOG = LoggerFactory.getLogger(TokenService.class);
     private final TokenRepository tokens;
     private final String bootstrapFile;
-    private final SecureRandom random = new SecureRandom();
+    private static final SecureRandom RANDOM = new SecureRandom();
 
     TokenService(TokenRepository tokens, @Value("${hexforge.bootstrap-token-file:}") String bootstrapFile) {
         this.tokens = tokens;
@@ -62,9 +58,7 @@ public class TokenService {
         if (tenant == null || !tenant.matches("[a-zA-Z0-9._-]{1,100}")) {
             throw new IllegalArgumentException("tenant must be 1-100 letters, digits, '.', '_' or '-'");
         }
-        byte[] b = new byte[32];
-        random.nextBytes(b);
-        String token = PREFIX + Base64.getUrlEncoder().withoutPadding().encodeToString(b);
+        String token = newSecret(PREFIX);
         TokenEntity t = new TokenEntity();
         t.id = UUID.randomUUID();
         t.tenant = tenant;
@@ -108,19 +102,15 @@ public class TokenService {
             return;
         }
         Path file = Path.of(bootstrapFile);
-        String token = create("default", "bootstrap", true);
-        try {
-            Files.createDirectories(file.toAbsolutePath().getParent());
-            Files.writeString(file, token);
-            try {
-                Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
-            } catch (UnsupportedOperationException ignored) {
-                // not a POSIX file system
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException("writing the bootstrap token to " + file + ": " + e.getMessage(), e);
-        }
+        dev.hexforge.io.Folders.writePrivate(file, create("default", "bootstrap", true));
         LOG.info("created the first API token (tenant default) in {}", file);
+    }
+
+    /** A new bearer secret: the prefix and 256 random bits; only its {@link #hash} is ever stored. */
+    static String newSecret(String prefix) {
+        byte[] b = new byte[32];
+        RANDOM.nextBytes(b);
+        return prefix + Base64.getUrlEncoder().withoutPadding().encodeToString(b);
     }
 
     static String hash(String token) {

@@ -95,12 +95,13 @@ final class Demo {
         }
     }
 
-    private static String auth() throws java.io.IOException {
+    /** The fleet's API as the demo's user: the standalone bootstrap token. */
+    private static GatewayClient client(String base) throws java.io.IOException {
         Path file = Standalone.tokenFile(Standalone.home());
         if (!Files.isRegularFile(file)) {
             throw new IllegalStateException("no API token at " + file + " (the fleet writes it on its first start)");
         }
-        return "Bearer " + Files.readString(file).strip();
+        return new GatewayClient(base, Files.readString(file).strip());
     }
 
     private static boolean reachable(String base) {
@@ -155,7 +156,7 @@ final class Demo {
             }
         }
         Path dir = out.resolve(folder);
-        ArtifactDownloader.Result r = new ArtifactDownloader(new GatewayClient(base, auth().substring("Bearer ".length())))
+        ArtifactDownloader.Result r = new ArtifactDownloader(client(base))
                 .download(artifact, dir, null, (path, done, size) -> { });
         System.out.printf("artifact %s downloaded to %s: %d files digest-checked, signature verified (key %s...)%s%n", artifact,
                 dir, r.files(), r.keyHint().substring(0, 12), r.provenance() ? ", provenance verified" : "");
@@ -163,20 +164,17 @@ final class Demo {
     }
 
     private JsonNode submitAndFollow(String base, String spec) throws Exception {
-        HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create(base + "/api/v1/jobs")).header("Authorization", auth())
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(spec)).build(),
-                HttpResponse.BodyHandlers.ofString());
-        if (r.statusCode() != 201) {
-            throw new IllegalStateException("the gateway refused the demo job (" + r.statusCode() + "): " + r.body());
+        GatewayClient gateway = client(base);
+        GatewayClient.Reply r = gateway.send("POST", "/api/v1/jobs", spec, "application/json");
+        if (r.status() != 201) {
+            throw new IllegalStateException("the gateway refused the demo job (" + r.status() + "): " + r.body());
         }
-        String id = JSON.readTree(r.body()).path("id").asText();
-        System.out.println("job      " + id + " submitted: " + JSON.readTree(r.body()).path("name").asText());
+        String id = r.body().path("id").asText();
+        System.out.println("job      " + id + " submitted: " + r.body().path("name").asText());
         java.util.Map<String, String> shown = new java.util.HashMap<>();
         long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
         while (System.nanoTime() < deadline) {
-            JsonNode job = JSON.readTree(HTTP.send(HttpRequest.newBuilder(URI.create(base + "/api/v1/jobs/" + id))
-                            .header("Authorization", auth()).build(),
-                    HttpResponse.BodyHandlers.ofString()).body());
+            JsonNode job = gateway.ok(gateway.send("GET", "/api/v1/jobs/" + id, null, null));
             for (JsonNode s : job.path("stages")) {
                 int pct = (int) s.path("progress").asDouble();
                 String line = String.format("stage    %-8s attempt %d %-10s [%-20s] %3d%% %s", s.path("stage").asText(),

@@ -5,6 +5,7 @@ import dev.hexforge.client.GatewayClient;
 import dev.hexforge.compileservice.CompileServiceApplication;
 import dev.hexforge.devicerunner.RunnerLoop;
 import dev.hexforge.gateway.DeviceService;
+import dev.hexforge.io.Folders;
 import dev.hexforge.exportservice.ExportServiceApplication;
 import dev.hexforge.finetuneservice.FinetuneServiceApplication;
 import dev.hexforge.gateway.GatewayApplication;
@@ -17,7 +18,6 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.HexFormat;
@@ -69,16 +69,10 @@ public final class Standalone implements AutoCloseable {
             if (Files.isRegularFile(file)) {
                 return Files.readString(file).strip();
             }
-            Files.createDirectories(file.getParent());
             byte[] b = new byte[24];
             new SecureRandom().nextBytes(b);
             String secret = HexFormat.of().formatHex(b);
-            Files.writeString(file, secret);
-            try {
-                Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
-            } catch (UnsupportedOperationException ignored) {
-                // not a POSIX file system
-            }
+            Folders.writePrivate(file, secret);
             return secret;
         } catch (IOException e) {
             throw new UncheckedIOException("reading or creating " + file + ": " + e.getMessage(), e);
@@ -150,13 +144,7 @@ public final class Standalone implements AutoCloseable {
     private void startLocalRunner(Path home) throws IOException {
         Path file = home.resolve("secrets/device-token");
         if (!Files.isRegularFile(file)) {
-            String token = gateway.getBean(DeviceService.class).add("default", "local");
-            Files.writeString(file, token);
-            try {
-                Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
-            } catch (UnsupportedOperationException ignored) {
-                // not a POSIX file system
-            }
+            Folders.writePrivate(file, gateway.getBean(DeviceService.class).add("default", "local"));
         }
         runner = new RunnerLoop(new GatewayClient(gatewayUrl(), Files.readString(file).strip()),
                 Files.createDirectories(home.resolve("work/runner")), 1);

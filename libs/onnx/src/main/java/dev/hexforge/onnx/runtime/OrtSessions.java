@@ -17,6 +17,12 @@ public final class OrtSessions {
      *
      * @param threads intra-op threads; 0 lets ONNX Runtime choose
      */
+    /** The ONNX Runtime version on the class path (its jar's Implementation-Version), or "unknown". */
+    public static String runtimeVersion() {
+        String v = ai.onnxruntime.OrtEnvironment.class.getPackage().getImplementationVersion();
+        return v == null ? "unknown" : v;
+    }
+
     public static OrtSession open(Path model, int threads) {
         try {
             OrtSession.SessionOptions so = new OrtSession.SessionOptions();
