@@ -1,5 +1,6 @@
 package dev.hexforge.lora;
 
+import dev.hexforge.kernels.Kernels;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hexforge.checkpoint.Checkpoint;
@@ -118,7 +119,7 @@ class LoraMergeTest {
     void anRsLoraAdapterOnASubsetOfTargetsReadsScalesAndMergesLikeItsUnmergedForward() throws Exception {
         try (Checkpoint base = Checkpoint.open(Fixtures.qwen2Tiny())) {
             LoraConfig cfg = new LoraConfig(4, 8, 0, List.of("v_proj", "q_proj"), true, "qwen2-tiny");
-            var k = dev.hexforge.lora.train.TrainKernels.float64();
+            var k = dev.hexforge.kernels.Kernels.float64();
             var params = dev.hexforge.lora.train.LoraParams.init(k, base.config(), cfg, 3);
             java.util.SplittableRandom rng = new java.util.SplittableRandom(4);
             for (var m : params.modules()) {

@@ -1,5 +1,6 @@
 package dev.hexforge.lora.train;
 
+import dev.hexforge.kernels.Kernels;
 import java.util.List;
 
 /**
@@ -11,14 +12,14 @@ public final class AdamW<A> {
     public static final double BETA2 = 0.999;
     public static final double EPS = 1e-8;
 
-    private final TrainKernels<A> k;
+    private final Kernels<A> k;
     private final List<LoraParams.Module<A>> modules;
     private final double weightDecay;
     private final float[][] m;
     private final float[][] v;
     private int steps;
 
-    public AdamW(TrainKernels<A> k, LoraParams<A> params, double weightDecay) {
+    public AdamW(Kernels<A> k, LoraParams<A> params, double weightDecay) {
         this.k = k;
         this.modules = params.modules();
         this.weightDecay = weightDecay;

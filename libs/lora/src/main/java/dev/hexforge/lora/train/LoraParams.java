@@ -1,5 +1,6 @@
 package dev.hexforge.lora.train;
 
+import dev.hexforge.kernels.Kernels;
 import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.checkpoint.TensorNames.Linear;
@@ -42,12 +43,12 @@ public final class LoraParams<A> {
         }
     }
 
-    private final TrainKernels<A> k;
+    private final Kernels<A> k;
     private final LoraConfig config;
     private final List<Module<A>> modules;
     private final Map<String, Module<A>> byWeight = new LinkedHashMap<>();
 
-    private LoraParams(TrainKernels<A> k, LoraConfig config, List<Module<A>> modules) {
+    private LoraParams(Kernels<A> k, LoraConfig config, List<Module<A>> modules) {
         this.k = k;
         this.config = config;
         this.modules = List.copyOf(modules);
@@ -56,7 +57,7 @@ public final class LoraParams<A> {
         }
     }
 
-    public static <A> LoraParams<A> init(TrainKernels<A> k, ModelConfig c, LoraConfig config, long seed) {
+    public static <A> LoraParams<A> init(Kernels<A> k, ModelConfig c, LoraConfig config, long seed) {
         List<Linear> targets = targets(config);
         SplittableRandom rng = new SplittableRandom(seed);
         List<Module<A>> modules = new ArrayList<>();
@@ -78,7 +79,7 @@ public final class LoraParams<A> {
     }
 
     /** Starts from an existing adapter (to continue training it). */
-    public static <A> LoraParams<A> from(TrainKernels<A> k, ModelConfig c, LoraAdapter adapter) {
+    public static <A> LoraParams<A> from(Kernels<A> k, ModelConfig c, LoraAdapter adapter) {
         List<Module<A>> modules = new ArrayList<>();
         for (int l = 0; l < c.numLayers(); l++) {
             for (Linear lin : targets(adapter.config())) {

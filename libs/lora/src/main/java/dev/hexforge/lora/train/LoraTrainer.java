@@ -1,5 +1,6 @@
 package dev.hexforge.lora.train;
 
+import dev.hexforge.kernels.Kernels;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.hexforge.forward.DecoderWeights;
@@ -73,7 +74,7 @@ public final class LoraTrainer {
         int totalSteps = stepsPerEpoch * options.epochs();
         LearningRateSchedule schedule = LearningRateSchedule.of(options, totalSteps);
         String dataFingerprint = fingerprint(train, eval);
-        try (TrainKernels<float[]> k = TrainKernels.float32(options.threads())) {
+        try (Kernels<float[]> k = Kernels.float32(options.threads())) {
             LoraParams<float[]> params = LoraParams.init(k, base.config(), loraConfig, options.seed());
             LoraTrainingModel<float[]> model = new LoraTrainingModel<>(k, base, params);
             AdamW<float[]> adam = new AdamW<>(k, params, options.weightDecay());

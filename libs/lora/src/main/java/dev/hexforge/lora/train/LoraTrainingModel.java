@@ -1,5 +1,6 @@
 package dev.hexforge.lora.train;
 
+import dev.hexforge.kernels.Kernels;
 import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.checkpoint.TensorNames.Linear;
 import dev.hexforge.forward.DecoderWeights;
@@ -24,7 +25,7 @@ public final class LoraTrainingModel<A> {
     /** Logit values computed at once: bounds memory for large vocabularies (16 MB of float32). */
     private static final int LOSS_CHUNK_VALUES = 1 << 22;
 
-    private final TrainKernels<A> k;
+    private final Kernels<A> k;
     private final ModelConfig c;
     private final LoraParams<A> params;
     private final A embed;
@@ -49,7 +50,7 @@ public final class LoraTrainingModel<A> {
     private static final long TRANSPOSED_BUDGET = 1L << 26;
 
     @SuppressWarnings("unchecked")
-    public LoraTrainingModel(TrainKernels<A> k, DecoderWeights weights, LoraParams<A> params) {
+    public LoraTrainingModel(Kernels<A> k, DecoderWeights weights, LoraParams<A> params) {
         this.k = k;
         this.c = weights.config();
         this.params = params;
@@ -95,7 +96,7 @@ public final class LoraTrainingModel<A> {
         return params;
     }
 
-    public TrainKernels<A> kernels() {
+    public Kernels<A> kernels() {
         return k;
     }
 

@@ -1,5 +1,6 @@
 package dev.hexforge.lora.train;
 
+import dev.hexforge.kernels.Kernels;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.checkpoint.TensorNames.Linear;
 import dev.hexforge.forward.DecoderWeights;
@@ -27,7 +28,7 @@ class GradientCheckTest {
         }
         LoraConfig cfg = new LoraConfig(4, 8, 0.1, List.of("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
                 "down_proj"), false, null);
-        TrainKernels<double[]> k = TrainKernels.float64();
+        Kernels<double[]> k = Kernels.float64();
         LoraParams<double[]> params = LoraParams.init(k, weights.config(), cfg, 7);
         SplittableRandom rng = new SplittableRandom(3);
         for (LoraParams.Module<double[]> m : params.modules()) {

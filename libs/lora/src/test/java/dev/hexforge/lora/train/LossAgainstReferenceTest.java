@@ -1,5 +1,6 @@
 package dev.hexforge.lora.train;
 
+import dev.hexforge.kernels.Kernels;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.lora.LoraAdapter;
@@ -43,7 +44,7 @@ class LossAgainstReferenceTest {
     @Test
     void baseModelLossMatchesTheReference() {
         double ref = Fixtures.json(Fixtures.root().resolve("lora-task/results.json")).path("base").path("eval_response_loss").asDouble();
-        try (TrainKernels<float[]> k = TrainKernels.float32(1)) {
+        try (Kernels<float[]> k = Kernels.float32(1)) {
             LoraParams<float[]> p = LoraParams.from(k, weights.config(),
                     zeroAdapter());
             assertEquals(ref, meanLoss(new LoraTrainingModel<>(k, weights, p)), 1e-4);
@@ -53,7 +54,7 @@ class LossAgainstReferenceTest {
     @Test
     void referenceAdapterLossMatchesTheReference() {
         double ref = Fixtures.json(Fixtures.root().resolve("lora-task/results.json")).path("merged").path("eval_response_loss").asDouble();
-        try (TrainKernels<float[]> k = TrainKernels.float32(2)) {
+        try (Kernels<float[]> k = Kernels.float32(2)) {
             LoraAdapter adapter = LoraAdapter.read(Fixtures.root().resolve("lora-task/reference_adapter"), weights.config());
             assertEquals(ref, meanLoss(new LoraTrainingModel<>(k, weights, LoraParams.from(k, weights.config(), adapter))), 1e-4);
         }

@@ -1,9 +1,9 @@
-package dev.hexforge.lora.train;
+package dev.hexforge.kernels;
 
 import java.util.Arrays;
 
 /** Float64 training kernels for the finite-difference gradient check; plain loops. */
-public final class DoubleKernels extends TrainKernels<double[]> {
+public final class DoubleKernels extends Kernels<double[]> {
 
     public DoubleKernels(int threads) {
         super(threads);

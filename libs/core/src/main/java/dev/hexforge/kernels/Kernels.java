@@ -1,22 +1,22 @@
-package dev.hexforge.lora.train;
+package dev.hexforge.kernels;
 
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.RecursiveAction;
 
 /**
- * The numeric primitives of LoRA training over one array type: {@code float[]} for training, {@code double[]} for
+ * Dense numeric primitives over one array type: {@code float[]} for training and calibration, {@code double[]} for
  * the finite-difference gradient check. The matrix products here are the naive loops; {@link VectorFloatKernels}
  * overrides them with SIMD tiles. Rows of large products are split across {@code threads} workers; each row is
  * computed by one worker in a fixed order, so results do not depend on the thread count.
  *
  * @param <A> the array type
  */
-public abstract class TrainKernels<A> implements AutoCloseable {
+public abstract class Kernels<A> implements AutoCloseable {
     private static final long PARALLEL_WORK = 1 << 16;
     private final int threads;
     private final ForkJoinPool pool;
 
-    protected TrainKernels(int threads) {
+    protected Kernels(int threads) {
         if (threads < 1) {
             throw new IllegalArgumentException("threads must be >= 1, got " + threads);
         }
@@ -25,7 +25,7 @@ public abstract class TrainKernels<A> implements AutoCloseable {
     }
 
     /** Float32 with SIMD when the JVM has jdk.incubator.vector, else plain loops. */
-    public static TrainKernels<float[]> float32(int threads) {
+    public static Kernels<float[]> float32(int threads) {
         if (ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()) {
             try {
                 return new VectorFloatKernels(threads);
@@ -36,7 +36,16 @@ public abstract class TrainKernels<A> implements AutoCloseable {
         return new FloatKernels(threads);
     }
 
-    public static TrainKernels<double[]> float64() {
+    /** Float32 kernels over every core, shared by callers that do not manage their own workers (daemon threads). */
+    public static Kernels<float[]> sharedFloat32() {
+        return Shared.FLOAT32;
+    }
+
+    private static final class Shared {
+        static final Kernels<float[]> FLOAT32 = float32(Runtime.getRuntime().availableProcessors());
+    }
+
+    public static Kernels<double[]> float64() {
         return new DoubleKernels(1);
     }
 
@@ -245,18 +254,26 @@ public abstract class TrainKernels<A> implements AutoCloseable {
 
     /** Runs {@code body} over [0, rows), split across the workers when there is enough work. */
     public void forRows(int rows, long workPerRow, RowRange body) {
+        forRows(rows, workPerRow, 1, body);
+    }
+
+    /**
+     * As {@link #forRows(int, long, RowRange)}, with every chunk but the last a multiple of {@code align} rows, so
+     * kernels that work on tiles of rows leave no remainder rows mid-matrix.
+     */
+    protected void forRows(int rows, long workPerRow, int align, RowRange body) {
         if (pool == null || rows < 2 || rows * workPerRow < PARALLEL_WORK) {
             body.run(0, rows);
             return;
         }
-        int chunks = Math.min(rows, threads * 4);
+        int chunks = Math.max(1, Math.min(rows / align, threads * 4));
         pool.invoke(new RecursiveAction() {
             @Override
             protected void compute() {
                 RecursiveAction[] parts = new RecursiveAction[chunks];
                 for (int c = 0; c < chunks; c++) {
-                    int from = (int) ((long) rows * c / chunks);
-                    int to = (int) ((long) rows * (c + 1) / chunks);
+                    int from = (int) ((long) rows * c / chunks) / align * align;
+                    int to = c == chunks - 1 ? rows : (int) ((long) rows * (c + 1) / chunks) / align * align;
                     parts[c] = new RecursiveAction() {
                         @Override
                         protected void compute() {

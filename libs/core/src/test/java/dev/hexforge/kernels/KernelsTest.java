@@ -1,4 +1,4 @@
-package dev.hexforge.lora.train;
+package dev.hexforge.kernels;
 
 import org.junit.jupiter.api.Test;
 
@@ -9,12 +9,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The SIMD products against the plain loops, on shapes with every kind of tail (rows, columns, vector width). */
-class TrainKernelsTest {
+class KernelsTest {
 
     @Test
     void vectorProductsMatchThePlainLoops() {
-        TrainKernels<float[]> fast = TrainKernels.float32(2);
-        TrainKernels<float[]> plain = new FloatKernels(1);
+        Kernels<float[]> fast = Kernels.float32(2);
+        Kernels<float[]> plain = new FloatKernels(1);
         assertTrue(fast instanceof VectorFloatKernels, "the test JVM runs with the vector module");
         SplittableRandom rng = new SplittableRandom(1);
         int[][] shapes = {{1, 1, 1}, {3, 7, 5}, {16, 32, 32}, {17, 33, 35}, {64, 128, 8}, {8, 8, 128}, {130, 96, 70},
@@ -51,7 +51,7 @@ class TrainKernelsTest {
 
     @Test
     void triangularProductsEqualTheFullProduct() {
-        TrainKernels<float[]> fast = TrainKernels.float32(2);
+        Kernels<float[]> fast = Kernels.float32(2);
         SplittableRandom rng = new SplittableRandom(5);
         for (int n : new int[]{1, 5, 17, 64, 130}) {
             for (boolean lower : new boolean[]{true, false}) {
@@ -81,7 +81,7 @@ class TrainKernelsTest {
             xs[i] = -87f + i * (175f / (xs.length - 1));
         }
         float[] vec = xs.clone();
-        TrainKernels<float[]> fast = TrainKernels.float32(1);
+        Kernels<float[]> fast = Kernels.float32(1);
         fast.expInPlace(vec, 0, vec.length, 1, 0);
         for (int i = 0; i < xs.length; i++) {
             double want = Math.exp(xs[i]);

@@ -1,4 +1,4 @@
-package dev.hexforge.lora.train;
+package dev.hexforge.kernels;
 
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorOperators;
@@ -257,7 +257,7 @@ final class VectorFloatKernels extends FloatKernels {
             matmulNN(x, wt, y, rows, in, out, accumulate);
             return;
         }
-        forRows(rows, (long) in * out, (from, to) -> ntRows(x, w, y, from, to, in, out, accumulate));
+        forRows(rows, (long) in * out, 2, (from, to) -> ntRows(x, w, y, from, to, in, out, accumulate));
     }
 
     private void ntRows(float[] x, float[] w, float[] y, int from, int to, int in, int out, boolean acc) {
@@ -327,24 +327,25 @@ final class VectorFloatKernels extends FloatKernels {
 
     @Override
     public void matmulNN(float[] dy, float[] w, float[] dx, int rows, int out, int in, boolean accumulate) {
-        forRows(rows, (long) in * out, (from, to) -> nnRows(dy, w, dx, from, to, out, in, accumulate, 0));
+        forRows(rows, (long) in * out, 4, (from, to) -> nnRows(dy, w, dx, from, to, out, in, accumulate, 0));
     }
 
     @Override
     public void matmulNNTriangular(float[] dy, float[] w, float[] dx, int n, int in, boolean lower) {
-        forRows(n, (long) in * n / 2, (from, to) -> nnRows(dy, w, dx, from, to, n, in, false, lower ? 1 : 2));
+        forRows(n, (long) in * n / 2, 4, (from, to) -> nnRows(dy, w, dx, from, to, n, in, false, lower ? 1 : 2));
     }
 
     /** @param band 0: every o; 1: o below the tile's last row + 1 (lower triangular dy); 2: o from the tile's first row */
     private void nnRows(float[] dy, float[] w, float[] dx, int from, int to, int out, int in, boolean acc, int band) {
         int bound2 = in / (2 * L) * (2 * L);
-        int t = from;
-        for (; t + 3 < to; t += 4) {
-            int d0 = t * out;
-            int d1 = d0 + out;
-            int d2 = d1 + out;
-            int d3 = d2 + out;
-            for (int i = 0; i < bound2; i += 2 * L) {
+        int tiles = from + (to - from) / 4 * 4;
+        // column panels outside, row tiles inside: a panel of w (out x 2L) stays in cache for every tile
+        for (int i = 0; i < bound2; i += 2 * L) {
+            for (int t = from; t < tiles; t += 4) {
+                int d0 = t * out;
+                int d1 = d0 + out;
+                int d2 = d1 + out;
+                int d3 = d2 + out;
                 int r0 = t * in + i;
                 int r1 = r0 + in;
                 int r2 = r1 + in;
@@ -396,12 +397,25 @@ final class VectorFloatKernels extends FloatKernels {
                 c30.intoArray(dx, r3);
                 c31.intoArray(dx, r3 + L);
             }
-            for (int k = 0; k < 4; k++) {
-                nnColumns(dy, w, dx, t + k, out, in, bound2, acc);
-            }
         }
-        for (; t < to; t++) {
-            nnColumns(dy, w, dx, t, out, in, 0, acc);
+        for (int t = from; t < tiles; t++) {
+            nnColumns(dy, w, dx, t, out, in, bound2, acc);
+        }
+        for (int t = tiles; t < to; t++) {
+            int d0 = t * out;
+            for (int i = 0; i < bound2; i += 2 * L) {
+                int r0 = t * in + i;
+                FloatVector c0 = acc ? FloatVector.fromArray(S, dx, r0) : FloatVector.zero(S);
+                FloatVector c1 = acc ? FloatVector.fromArray(S, dx, r0 + L) : FloatVector.zero(S);
+                for (int o = 0; o < out; o++) {
+                    FloatVector b = FloatVector.broadcast(S, dy[d0 + o]);
+                    c0 = FloatVector.fromArray(S, w, o * in + i).fma(b, c0);
+                    c1 = FloatVector.fromArray(S, w, o * in + i + L).fma(b, c1);
+                }
+                c0.intoArray(dx, r0);
+                c1.intoArray(dx, r0 + L);
+            }
+            nnColumns(dy, w, dx, t, out, in, bound2, acc);
         }
         // the single-row paths above run over every o: the skipped entries of a triangular dy are zeros
     }

@@ -1,9 +1,9 @@
-package dev.hexforge.lora.train;
+package dev.hexforge.kernels;
 
 import java.util.Arrays;
 
 /** Float32 training kernels as plain loops: the readable baseline and the fallback without the vector module. */
-public class FloatKernels extends TrainKernels<float[]> {
+public class FloatKernels extends Kernels<float[]> {
 
     public FloatKernels(int threads) {
         super(threads);
