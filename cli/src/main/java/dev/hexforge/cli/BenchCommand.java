@@ -9,7 +9,7 @@ import dev.hexforge.lora.LoraConfig;
 import dev.hexforge.lora.train.AdamW;
 import dev.hexforge.lora.train.LoraParams;
 import dev.hexforge.lora.train.LoraTrainingModel;
-import dev.hexforge.lora.train.TrainKernels;
+import dev.hexforge.kernels.Kernels;
 import dev.hexforge.lora.train.TrainingExample;
 import dev.hexforge.onnx.export.DecoderExporter;
 import dev.hexforge.onnx.export.ExportInfo;
@@ -36,7 +36,7 @@ import java.util.stream.IntStream;
 
 @Command(name = "bench", mixinStandardHelpOptions = true, description = "Benchmarks that print figures.",
         subcommands = {BenchCommand.Export.class, BenchCommand.Generate.class, BenchCommand.Quantize.class,
-                BenchCommand.Finetune.class})
+                BenchCommand.Finetune.class, BenchCalibrated.class})
 final class BenchCommand implements Runnable {
     @Override
     public void run() {
@@ -153,14 +153,33 @@ final class BenchCommand implements Runnable {
                         floats += s[0] * s[1];
                     }
                 }
-                System.gc();
-                resetPeaks();
-                long t0 = System.nanoTime();
-                dev.hexforge.quant.QuantizedModel qm = dev.hexforge.quant.QuantizedModel.rtn(ckpt, spec, java.util.List.of());
-                double secs = (System.nanoTime() - t0) / 1e9;
                 System.out.printf("memory bandwidth (triad, 1 thread): %.1f GB/s%n", bandwidth / 1e9);
-                System.out.printf("rtn %s: %d linears, %.2f GB of float32 weights in %.2fs = %.2f GB/s, peak heap %.0f MB%n",
-                        spec.describe(), qm.linears().size(), floats * 4 / 1e9, secs, floats * 4 / 1e9 / secs, peakHeap() / 1e6);
+                for (int run = 1; run <= 3; run++) {
+                    System.gc();
+                    resetPeaks();
+                    long t0 = System.nanoTime();
+                    dev.hexforge.quant.QuantizedModel qm = dev.hexforge.quant.QuantizedModel.rtn(ckpt, spec, java.util.List.of());
+                    double secs = (System.nanoTime() - t0) / 1e9;
+                    System.out.printf("run %d%s: rtn %s: %d linears, %.2f GB of float32 weights in %.2fs = %.2f GB/s, peak heap %.0f MB%n",
+                            run, run == 1 ? " (cold: JIT warm-up, first touch of the mapped file)" : "", spec.describe(),
+                            qm.linears().size(), floats * 4 / 1e9, secs, floats * 4 / 1e9 / secs, peakHeap() / 1e6);
+                }
+                double read = 0;
+                double quantize = 0;
+                for (int l = 0; l < ckpt.config().numLayers(); l++) {
+                    for (var lin : dev.hexforge.checkpoint.TensorNames.Linear.values()) {
+                        String name = dev.hexforge.checkpoint.TensorNames.weight(l, lin);
+                        long[] s = ckpt.tensors().get(name);
+                        long r0 = System.nanoTime();
+                        float[] w = ckpt.floats(name);
+                        long r1 = System.nanoTime();
+                        dev.hexforge.quant.rtn.Rtn.quantize(w, (int) s[0], (int) s[1], spec);
+                        read += (r1 - r0) / 1e9;
+                        quantize += (System.nanoTime() - r1) / 1e9;
+                    }
+                }
+                System.out.printf("split (warm): reading + widening %.2fs (%.2f GB/s), quantizing %.2fs (%.2f GB/s)%n",
+                        read, floats * 4 / 1e9 / read, quantize, floats * 4 / 1e9 / quantize);
             }
             return 0;
         }
@@ -274,7 +293,7 @@ final class BenchCommand implements Runnable {
             System.out.printf("model %s: %d layers, hidden %d, vocab %d; checkpoint %.1f MB; LoRA r 8 on %s; batch %d x %d tokens%n",
                     model.getFileName(), cfg.numLayers(), cfg.hiddenSize(), cfg.vocabSize(), fileBytes / 1e6, targets, batch, seq);
             for (int t : threads) {
-                try (var k = TrainKernels.float32(t)) {
+                try (var k = Kernels.float32(t)) {
                     var params = LoraParams.init(k, cfg, lora, 0);
                     var m = new LoraTrainingModel<>(k, base, params);
                     var adam = new AdamW<>(k, params, 0);

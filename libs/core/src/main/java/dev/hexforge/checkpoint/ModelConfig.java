@@ -64,6 +64,13 @@ public record ModelConfig(
         }
     }
 
+    /** The same architecture with only its first {@code n} decoder layers (benchmarks that sample a model's layers). */
+    public ModelConfig withNumLayers(int n) {
+        return new ModelConfig(architecture, hiddenSize, intermediateSize, n, numHeads, numKvHeads, headDim, vocabSize,
+                maxPositionEmbeddings, ropeTheta, rmsNormEps, tieWordEmbeddings, attentionBias, bosTokenId, eosTokenIds,
+                torchDtype);
+    }
+
     private static void positive(List<String> problems, String key, int v) {
         if (v <= 0) {
             problems.add(key + " must be a positive integer, got " + v);

@@ -11,18 +11,18 @@ public final class OrtSessions {
     private OrtSessions() {
     }
 
-    /**
-     * A CPU session with exact arithmetic: ONNX Runtime's default rewrite of DequantizeLinear→MatMul into
-     * MatMulNBits with int8 activations is turned off so results match the reference.
-     *
-     * @param threads intra-op threads; 0 lets ONNX Runtime choose
-     */
     /** The ONNX Runtime version on the class path (its jar's Implementation-Version), or "unknown". */
     public static String runtimeVersion() {
         String v = ai.onnxruntime.OrtEnvironment.class.getPackage().getImplementationVersion();
         return v == null ? "unknown" : v;
     }
 
+    /**
+     * A CPU session with exact arithmetic: ONNX Runtime's default rewrite of DequantizeLinear→MatMul into
+     * MatMulNBits with int8 activations is turned off so results match the reference.
+     *
+     * @param threads intra-op threads; 0 lets ONNX Runtime choose
+     */
     public static OrtSession open(Path model, int threads) {
         try {
             OrtSession.SessionOptions so = new OrtSession.SessionOptions();

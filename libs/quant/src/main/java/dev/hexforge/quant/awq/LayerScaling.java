@@ -2,6 +2,7 @@ package dev.hexforge.quant.awq;
 
 import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.checkpoint.TensorNames.Linear;
+import dev.hexforge.kernels.Kernels;
 import dev.hexforge.quant.QuantSpec;
 import dev.hexforge.quant.calib.LayerForward;
 import dev.hexforge.quant.calib.LayerParams;
@@ -242,45 +243,65 @@ final class LayerScaling {
                 }
             }
         }
+        int n = sample.size();
         int g = spec.effectiveGroup(in);
         int groups = spec.groups(in);
-        QuantSpec one = spec;
-        for (int o = 0; o < out; o++) {
-            for (int grp = 0; grp < groups; grp++) {
-                int from = grp * g;
-                int to = Math.min(in, from + g);
-                float amax = 0;
-                for (int j = from; j < to; j++) {
-                    amax = Math.max(amax, Math.abs(w[o * in + j]));
+        QuantSpec oneGroup = new QuantSpec(spec.bits(), 0, spec.symmetric());
+        int steps = Awq.CLIP_STEPS;
+        for (int grp = 0; grp < groups; grp++) {
+            int from = grp * g;
+            int len = Math.min(in, from + g) - from;
+            float[] xg = new float[n * len];
+            for (int r = 0; r < n; r++) {
+                System.arraycopy(sample.get(r), from, xg, r * len, len);
+            }
+            // every candidate's change of the group's weights, δ = W − Q(clip(W)), one row per (output, step)
+            float[] amax = new float[out];
+            float[] deltas = new float[out * steps * len];
+            float[] clipped = new float[len];
+            for (int o = 0; o < out; o++) {
+                for (int j = 0; j < len; j++) {
+                    amax[o] = Math.max(amax[o], Math.abs(w[o * in + from + j]));
                 }
-                float[] orig = new float[to - from];
-                System.arraycopy(w, o * in + from, orig, 0, orig.length);
-                double bestErr = Double.POSITIVE_INFINITY;
-                float[] best = null;
-                for (int i = 0; i < Awq.CLIP_STEPS; i++) {
-                    float max = amax * (1 - (float) i / Awq.CLIP_GRID);
-                    float[] clipped = new float[orig.length];
-                    for (int j = 0; j < orig.length; j++) {
-                        clipped[j] = Awq.clampTo(orig[j], max);
+                for (int i = 0; i < steps; i++) {
+                    float max = clipMax(amax[o], i);
+                    for (int j = 0; j < len; j++) {
+                        clipped[j] = Awq.clampTo(w[o * in + from + j], max);
                     }
-                    float[] q = Awq.fakeQuant(clipped, orig.length, new QuantSpec(one.bits(), 0, one.symmetric()));
-                    double err = 0;
-                    for (float[] x : sample) {
-                        double a = 0;
-                        double b = 0;
-                        for (int j = 0; j < orig.length; j++) {
-                            a += (double) x[from + j] * orig[j];
-                            b += (double) x[from + j] * q[j];
-                        }
-                        err += (a - b) * (a - b);
-                    }
-                    if (err < bestErr) {
-                        bestErr = err;
-                        best = clipped;
+                    float[] q = Awq.fakeQuant(clipped, len, oneGroup);
+                    int row = (o * steps + i) * len;
+                    for (int j = 0; j < len; j++) {
+                        deltas[row + j] = w[o * in + from + j] - q[j];
                     }
                 }
-                System.arraycopy(best, 0, w, o * in + from, best.length);
+            }
+            // the output change of each candidate on each sampled token: E = X_g · δᵀ [n, out·steps]
+            float[] e = new float[n * out * steps];
+            Kernels.sharedFloat32().matmulNT(xg, deltas, e, n, len, out * steps, false);
+            double[] err = new double[out * steps];
+            for (int r = 0; r < n; r++) {
+                int base = r * out * steps;
+                for (int c = 0; c < out * steps; c++) {
+                    double d = e[base + c];
+                    err[c] += d * d;
+                }
+            }
+            for (int o = 0; o < out; o++) {
+                int best = 0;
+                for (int i = 1; i < steps; i++) {
+                    if (err[o * steps + i] < err[o * steps + best]) {
+                        best = i;
+                    }
+                }
+                float max = clipMax(amax[o], best);
+                for (int j = 0; j < len; j++) {
+                    w[o * in + from + j] = Awq.clampTo(w[o * in + from + j], max);
+                }
             }
         }
+    }
+
+    private static float clipMax(float amax, int step) {
+        return amax * (1 - (float) step / Awq.CLIP_GRID);
     }
 }

@@ -4,6 +4,7 @@ import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.checkpoint.TensorNames.Linear;
 import dev.hexforge.forward.Rope;
 import dev.hexforge.forward.TensorOps;
+import dev.hexforge.kernels.Kernels;
 
 /**
  * One decoder layer over whole sequences (no cache), exposing the input of every linear: what calibration-based
@@ -44,8 +45,8 @@ public final class LayerForward {
     /** [rows, out] = x [rows, in] · Wᵀ (+ b). */
     public float[] linear(float[] x, int rows, float[] w, float[] b, int out, int in) {
         float[] y = new float[rows * out];
+        Kernels.sharedFloat32().matmulNT(x, w, y, rows, in, out, false);
         for (int r = 0; r < rows; r++) {
-            ops.matVec(w, out, in, x, r * in, y, r * out);
             if (b != null) {
                 for (int o = 0; o < out; o++) {
                     y[r * out + o] += b[o];

@@ -64,7 +64,7 @@ public final class Gptq {
             w = permuteColumns(w, out, k, perm);
             h = permuteSymmetric(h, k, perm);
         }
-        double[] hinv = upperCholeskyOfInverse(h, k, opt.dampPercent());
+        double[] hinv = InverseHessian.upperCholeskyOfInverse(h, k, opt.dampPercent());
 
         byte[] q = new byte[out * k];
         int bs = opt.blockSize();
@@ -93,20 +93,19 @@ public final class Gptq {
                     q[r * k + orig] = (byte) qi;
                     double e = (value - GroupQuantizer.dequantize(qi, p)) / d;
                     err[r * bs + i] = e;
-                    for (int j = i + 1; j < count; j++) {
-                        w1[r * bs + j] -= e * hinv[col * k + i1 + j];
-                    }
+                    InverseHessian.axpy(-e, hinv, col * k + i1 + i + 1, w1, r * bs + i + 1, count - i - 1);
                 }
             }
-            for (int r = 0; r < out; r++) {
-                for (int c = i2; c < k; c++) {
-                    double s = 0;
+            // lazy batch update of the columns right of the block: W[:, i2:] -= Err · Hinv[i1:i2, i2:]
+            double[] wRef = w;
+            int first = i1;
+            dev.hexforge.kernels.Kernels.sharedFloat32().forRows(out, (long) count * (k - i2), (from, to) -> {
+                for (int r = from; r < to; r++) {
                     for (int i = 0; i < count; i++) {
-                        s += err[r * bs + i] * hinv[(i1 + i) * k + c];
+                        InverseHessian.axpy(-err[r * bs + i], hinv, (first + i) * k + i2, wRef, r * k + i2, k - i2);
                     }
-                    w[r * k + c] -= s;
                 }
-            }
+            });
         }
         float[] scales = new float[out * groups];
         byte[] zeros = spec.symmetric() ? null : new byte[out * groups];
@@ -162,87 +161,4 @@ public final class Gptq {
         }
         return out;
     }
-
-    /** Upper Cholesky factor U of (H + damp·I)⁻¹ (Uᵀ U = H⁻¹), raising the dampening until H is positive definite. */
-    static double[] upperCholeskyOfInverse(double[] h, int k, double dampPercent) {
-        double mean = 0;
-        for (int i = 0; i < k; i++) {
-            mean += h[i * k + i];
-        }
-        mean /= k;
-        double damp = dampPercent * mean;
-        for (int attempt = 0; attempt < 8; attempt++) {
-            double[] a = h.clone();
-            for (int i = 0; i < k; i++) {
-                a[i * k + i] += damp;
-            }
-            double[] l = cholesky(a, k);
-            if (l != null) {
-                double[] inv = inverseFromCholesky(l, k);
-                double[] l2 = cholesky(inv, k);
-                if (l2 != null) {
-                    double[] u = new double[k * k];
-                    for (int i = 0; i < k; i++) {
-                        for (int j = 0; j <= i; j++) {
-                            u[j * k + i] = l2[i * k + j];
-                        }
-                    }
-                    return u;
-                }
-            }
-            damp = damp == 0 ? 1e-6 : damp * 10;
-        }
-        throw new QuantizationException("GPTQ: the Hessian is not positive definite even with dampening "
-                + damp + "; the calibration data may be too small or degenerate for this layer");
-    }
-
-    /** Lower Cholesky factor of a symmetric matrix, or null when it is not positive definite. */
-    static double[] cholesky(double[] a, int n) {
-        double[] l = new double[n * n];
-        for (int i = 0; i < n; i++) {
-            for (int j = 0; j <= i; j++) {
-                double s = a[i * n + j];
-                for (int p = 0; p < j; p++) {
-                    s -= l[i * n + p] * l[j * n + p];
-                }
-                if (i == j) {
-                    if (!(s > 0)) {
-                        return null;
-                    }
-                    l[i * n + i] = Math.sqrt(s);
-                } else {
-                    l[i * n + j] = s / l[j * n + j];
-                }
-            }
-        }
-        return l;
-    }
-
-    /** A⁻¹ = L⁻ᵀ L⁻¹ from A's lower Cholesky factor. */
-    static double[] inverseFromCholesky(double[] l, int n) {
-        double[] linv = new double[n * n];
-        for (int i = 0; i < n; i++) {
-            linv[i * n + i] = 1 / l[i * n + i];
-            for (int j = 0; j < i; j++) {
-                double s = 0;
-                for (int p = j; p < i; p++) {
-                    s -= l[i * n + p] * linv[p * n + j];
-                }
-                linv[i * n + j] = s / l[i * n + i];
-            }
-        }
-        double[] inv = new double[n * n];
-        for (int i = 0; i < n; i++) {
-            for (int j = 0; j <= i; j++) {
-                double s = 0;
-                for (int p = i; p < n; p++) {
-                    s += linv[p * n + i] * linv[p * n + j];
-                }
-                inv[i * n + j] = s;
-                inv[j * n + i] = s;
-            }
-        }
-        return inv;
-    }
-
 }
