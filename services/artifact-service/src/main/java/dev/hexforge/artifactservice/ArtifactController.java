@@ -83,7 +83,7 @@ class ArtifactController {
                     .map(e -> ArtifactStore.key(e.sha256()))
                     .orElseThrow(() -> new ArtifactNotFoundException("artifact " + id + " has no file '" + path + "'"));
         }
-        return Map.of("url", store.presignedGet(key, ttl), "expiresAt", Instant.now().plus(ttl).toString());
+        return Map.of("url", store.presignedGet(key, ttl, path.substring(path.lastIndexOf('/') + 1)), "expiresAt", Instant.now().plus(ttl).toString());
     }
 
     @GetMapping("/keys")

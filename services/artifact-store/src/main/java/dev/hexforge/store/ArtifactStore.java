@@ -135,9 +135,22 @@ public final class ArtifactStore {
 
     /** A URL that lets anyone holding it GET the object (Range requests included) until it expires. */
     public String presignedGet(String key, java.time.Duration ttl) {
+        return presignedGet(key, ttl, null);
+    }
+
+    /**
+     * As {@link #presignedGet(String, java.time.Duration)}; with {@code fileName}, the response names the file
+     * (Content-Disposition), so a browser saves {@code model.onnx} rather than the object's content-addressed key.
+     */
+    public String presignedGet(String key, java.time.Duration ttl, String fileName) {
         try {
-            return presigner.getPresignedObjectUrl(io.minio.GetPresignedObjectUrlArgs.builder().method(io.minio.http.Method.GET)
-                    .bucket(BUCKET).object(key).expiry((int) Math.max(1, ttl.toSeconds())).build());
+            io.minio.GetPresignedObjectUrlArgs.Builder args = io.minio.GetPresignedObjectUrlArgs.builder().method(io.minio.http.Method.GET)
+                    .bucket(BUCKET).object(key).expiry((int) Math.max(1, ttl.toSeconds()));
+            if (fileName != null) {
+                String safe = fileName.replaceAll("[^A-Za-z0-9._-]", "_");
+                args.extraQueryParams(java.util.Map.of("response-content-disposition", "attachment; filename=\"" + safe + "\""));
+            }
+            return presigner.getPresignedObjectUrl(args.build());
         } catch (Exception e) {
             throw new StoreException("presigning " + key + ": " + e.getMessage(), e);
         }

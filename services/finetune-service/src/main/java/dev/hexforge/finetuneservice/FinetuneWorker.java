@@ -122,6 +122,10 @@ class FinetuneWorker extends StageWorker {
             summary.put("truncated", all.report().truncated());
             summary.put("dropped", all.report().dropped());
             summary.put("evalExamples", eval.size());
+            // the dashboard draws these: [step, loss] per step, and train/eval loss per epoch
+            summary.put("lossCurve", report.lossCurve().stream().filter(p -> Double.isFinite(p[1])).toList());
+            summary.put("epochs", report.epochs().stream().map(m -> finite(Map.of("epoch", (double) m.epoch(),
+                    "trainLoss", m.trainLoss(), "evalLoss", m.evalLoss()))).toList());
             TrainingListener.EpochMetrics last = report.last();
             summary.putAll(finite(Map.of("trainLoss", last.trainLoss(), "evalLoss", last.evalLoss(),
                     "exactMatch", last.exactMatch())));

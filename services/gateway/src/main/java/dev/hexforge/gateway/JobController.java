@@ -43,6 +43,7 @@ class JobController {
     @PostMapping(consumes = {"application/json", "application/yaml", "application/x-yaml", "text/yaml", "text/plain"})
     ResponseEntity<Map<String, Object>> create(@RequestBody String body, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) {
         JobEntity j = jobs.submit(body, tenant);
+        hub.publishTenant(tenant, Map.of("id", j.id.toString(), "state", j.state.name().toLowerCase()));
         return ResponseEntity.status(HttpStatus.CREATED).body(view(j, false));
     }
 
@@ -59,6 +60,14 @@ class JobController {
         out.put("size", result.getSize());
         out.put("total", result.getTotalElements());
         return out;
+    }
+
+    /** Server-sent {@code job} events ({@code {id, state}}) whenever any of the caller's jobs is created or changes. */
+    @GetMapping(value = "/events", produces = "text/event-stream")
+    SseEmitter allEvents(@RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) throws java.io.IOException {
+        SseEmitter e = hub.openTenant(tenant);
+        e.send(SseEmitter.event().name("open").data(Map.of("tenant", tenant)));
+        return e;
     }
 
     @GetMapping("/{id}")
@@ -85,6 +94,7 @@ class JobController {
     @PostMapping("/{id}/cancel")
     Map<String, Object> cancel(@PathVariable UUID id, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) {
         JobEntity j = jobs.cancel(id, tenant);
+        hub.publishTenant(tenant, Map.of("id", j.id.toString(), "state", j.state.name().toLowerCase()));
         // running attempts stop on the control message; this marker stops one still queued when a service takes it
         store.putBytes(dev.hexforge.store.ArtifactStore.cancelledKey(j.currentAttempt.toString()), new byte[0], "application/octet-stream");
         return view(j, false);
@@ -92,7 +102,9 @@ class JobController {
 
     @PostMapping("/{id}/resume")
     Map<String, Object> resume(@PathVariable UUID id, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) {
-        return view(jobs.resume(id, tenant), false);
+        JobEntity j = jobs.resume(id, tenant);
+        hub.publishTenant(tenant, Map.of("id", j.id.toString(), "state", j.state.name().toLowerCase()));
+        return view(j, false);
     }
 
     private static JobEntity.State parseState(String s) {

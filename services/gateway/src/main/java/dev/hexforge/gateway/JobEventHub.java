@@ -20,6 +20,36 @@ class JobEventHub {
     static final Duration TIMEOUT = Duration.ofMinutes(30);
     private static final CopyOnWriteArrayList<SseEmitter> EMPTY = new CopyOnWriteArrayList<>();
     private final Map<UUID, CopyOnWriteArrayList<SseEmitter>> streams = new ConcurrentHashMap<>();
+    /** Streams of all of a tenant's jobs (the dashboard's job list): a {@code job} event per change of any job. */
+    private final Map<String, CopyOnWriteArrayList<SseEmitter>> tenantStreams = new ConcurrentHashMap<>();
+
+    SseEmitter openTenant(String tenant) {
+        SseEmitter e = new SseEmitter(TIMEOUT.toMillis());
+        tenantStreams.computeIfAbsent(tenant, k -> new CopyOnWriteArrayList<>()).add(e);
+        Runnable remove = () -> tenantStreams.computeIfPresent(tenant, (k, list) -> {
+            list.remove(e);
+            return list.isEmpty() ? null : list;
+        });
+        e.onCompletion(remove);
+        e.onTimeout(remove);
+        e.onError(t -> remove.run());
+        return e;
+    }
+
+    /** Sends a {@code job} event to the tenant's job-list streams. */
+    void publishTenant(String tenant, Object jobView) {
+        CopyOnWriteArrayList<SseEmitter> list = tenantStreams.get(tenant);
+        if (list == null) {
+            return;
+        }
+        for (SseEmitter e : list) {
+            try {
+                e.send(SseEmitter.event().name("job").data(jobView));
+            } catch (IOException | IllegalStateException ex) {
+                list.remove(e);
+            }
+        }
+    }
 
     SseEmitter open(UUID job) {
         SseEmitter e = new SseEmitter(TIMEOUT.toMillis());

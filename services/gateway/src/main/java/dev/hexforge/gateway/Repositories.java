@@ -20,6 +20,11 @@ interface AttemptRepository extends JpaRepository<AttemptEntity, UUID> {
     List<AttemptEntity> findByJobIdOrderByStartedAtAsc(UUID jobId);
 
     List<AttemptEntity> findByStateAndUpdatedAtBefore(AttemptEntity.State state, java.time.Instant before);
+
+    /** A tenant's attempts of one stage in one state, newest first. */
+    @org.springframework.data.jpa.repository.Query("select a from AttemptEntity a, JobEntity j where a.jobId = j.id"
+            + " and j.tenant = :tenant and a.stage = :stage and a.state = :state order by a.finishedAt desc")
+    List<AttemptEntity> findForTenant(String tenant, String stage, AttemptEntity.State state, Pageable page);
 }
 
 interface OutboxRepository extends JpaRepository<OutboxEntity, Long> {

@@ -17,10 +17,12 @@ class StageEventListener {
     private static final Logger LOG = LoggerFactory.getLogger(StageEventListener.class);
     private final JobService jobs;
     private final JobEventHub hub;
+    private final JobRepository repo;
 
-    StageEventListener(JobService jobs, JobEventHub hub) {
+    StageEventListener(JobService jobs, JobEventHub hub, JobRepository repo) {
         this.jobs = jobs;
         this.hub = hub;
+        this.repo = repo;
     }
 
     @KafkaListener(topics = Topics.STAGE_EVENTS, groupId = "hexforge-gateway")
@@ -37,7 +39,9 @@ class StageEventListener {
             UUID job = UUID.fromString(e.jobId());
             String name = e instanceof StageEvents.Progress ? "progress" : e instanceof StageEvents.Completed ? "completed" : "failed";
             hub.publish(job, name, ContractsJson.write(e), false);
-            hub.publish(job, "job", Map.of("id", e.jobId(), "state", state.name().toLowerCase()), state != JobEntity.State.RUNNING);
+            Map<String, String> change = Map.of("id", e.jobId(), "state", state.name().toLowerCase());
+            hub.publish(job, "job", change, state != JobEntity.State.RUNNING);
+            repo.findById(job).ifPresent(j -> hub.publishTenant(j.tenant, change));
         }
     }
 }

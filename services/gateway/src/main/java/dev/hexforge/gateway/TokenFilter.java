@@ -16,6 +16,7 @@ class TokenFilter extends OncePerRequestFilter {
     static final String TENANT_ATTRIBUTE = "hexforge.tenant";
     static final String ADMIN_ATTRIBUTE = "hexforge.admin";
     static final String DEVICE_ATTRIBUTE = "hexforge.device";
+    static final String UI_HEADER = "X-Hexforge-UI";
     private final TokenService tokens;
     private final DeviceService devices;
 
@@ -30,6 +31,24 @@ class TokenFilter extends OncePerRequestFilter {
         return p.startsWith("/api/v1/runner/") || (r.getMethod().equals("GET") && (p.startsWith("/api/v1/artifacts/") || p.equals("/api/v1/keys")));
     }
 
+    private static String sessionCookie(HttpServletRequest request) {
+        if (request.getCookies() == null) {
+            return null;
+        }
+        for (jakarta.servlet.http.Cookie c : request.getCookies()) {
+            if (c.getName().equals(DashboardController.COOKIE) && !c.getValue().isBlank()) {
+                return c.getValue();
+            }
+        }
+        return null;
+    }
+
+    private static void reject(HttpServletResponse response, int status, String message) throws IOException {
+        response.setStatus(status);
+        response.setContentType("application/json");
+        response.getWriter().write("{\"error\":\"" + message + "\"}");
+    }
+
     @Override
     protected boolean shouldNotFilter(HttpServletRequest request) {
         String path = request.getRequestURI();
@@ -41,6 +60,22 @@ class TokenFilter extends OncePerRequestFilter {
             throws ServletException, IOException {
         String header = request.getHeader("Authorization");
         String bearer = header != null && header.startsWith("Bearer ") ? header.substring("Bearer ".length()).trim() : null;
+        if (header == null) {
+            String session = sessionCookie(request);
+            if (session != null) {
+                // the dashboard: an API token only, and a change only from a page of ours (a header no other site can send)
+                if (!session.startsWith(TokenService.PREFIX)) {
+                    reject(response, HttpServletResponse.SC_UNAUTHORIZED, "sign in again with an API token");
+                    return;
+                }
+                if (!request.getMethod().equals("GET") && !"1".equals(request.getHeader(UI_HEADER))) {
+                    reject(response, HttpServletResponse.SC_FORBIDDEN, "a change through the session cookie needs the " + UI_HEADER + " header");
+                    return;
+                }
+                bearer = session;
+                header = "cookie";
+            }
+        }
         if (bearer != null && bearer.startsWith(DeviceService.PREFIX)) {
             Optional<DeviceEntity> device = devices.lookup(bearer);
             if (device.isPresent() && deviceMayCall(request)) {

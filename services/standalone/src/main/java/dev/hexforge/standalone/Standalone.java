@@ -116,6 +116,8 @@ public final class Standalone implements AutoCloseable {
             ConfigurableApplicationContext gateway = new SpringApplicationBuilder(GatewayApplication.class).run(kafka,
                     "--hexforge.stages=" + STAGES, "--hexforge.compile-targets=" + compileTargets(),
                     "--hexforge.bootstrap-token-file=" + tokenFile(home),
+                    "--hexforge.examples.model-path=" + StandaloneMain.hexforgeHome().resolve("fixtures/qwen2-tiny").toAbsolutePath().normalize(),
+                    "--hexforge.examples.finetune-data=" + StandaloneMain.hexforgeHome().resolve("fixtures/lora-task/train.json").toAbsolutePath().normalize(),
                     "--server.port=" + gatewayPort, db[0], db[1], db[2], internal, s3, "--hexforge.s3.secret-key=" + secret,
                     "--hexforge.artifact-service.url=http://127.0.0.1:" + artifacts.getEnvironment().getProperty("local.server.port"),
                     "--spring.main.banner-mode=off", "--spring.main.log-startup-info=false");
