@@ -21,6 +21,11 @@ public final class Rtn {
     /** Adding then subtracting 1.5 * 2^23 rounds a float half to even, exactly, while |x| < 2^22. */
     private static final float ROUNDER = 12582912f;
     private static final float ROUNDER_LIMIT = 4194304f;
+    /**
+     * Long groups (a per-channel row) are walked in chunks: the SIMD loops are then entered often enough for the JIT
+     * to compile them early in a run, which is what a one-shot quantization pays for.
+     */
+    private static final int CHUNK = 256;
 
     private Rtn() {
     }
@@ -35,13 +40,18 @@ public final class Rtn {
         byte[] q = new byte[out * in];
         float[] scales = new float[out * groups];
         byte[] zeros = spec.symmetric() ? null : new byte[out * groups];
-        float[] lanes = new float[g];
+        float[] lanes = new float[Math.min(g, CHUNK)];
         for (int o = 0; o < out; o++) {
             int row = o * in;
             for (int grp = 0; grp < groups; grp++) {
                 int from = row + grp * g;
                 int to = Math.min(row + in, from + g);
-                float[] range = minMax(w, from, to);
+                float[] range = {Float.POSITIVE_INFINITY, Float.NEGATIVE_INFINITY};
+                for (int c = from; c < to; c += CHUNK) {
+                    float[] part = minMax(w, c, Math.min(to, c + CHUNK));
+                    range[0] = Math.min(range[0], part[0]);
+                    range[1] = Math.max(range[1], part[1]);
+                }
                 GroupQuantizer.Params p = GroupQuantizer.fit(range[0], range[1], spec);
                 scales[o * groups + grp] = p.scale();
                 if (zeros != null) {
@@ -49,7 +59,9 @@ public final class Rtn {
                 }
                 float bound = Math.max(Math.abs(range[0]), Math.abs(range[1])) / p.scale();
                 if (bound < ROUNDER_LIMIT) {
-                    quantizeLanes(w, from, to, p, spec, lanes, q);
+                    for (int c = from; c < to; c += CHUNK) {
+                        quantizeLanes(w, c, Math.min(to, c + CHUNK), p, spec, lanes, q);
+                    }
                 } else {
                     for (int i = from; i < to; i++) {
                         q[i] = (byte) GroupQuantizer.quantize(w[i], p, spec);
