@@ -89,15 +89,11 @@ final class BenchCalibrated implements Callable<Integer> {
             double secs = (System.nanoTime() - t0) / 1e9;
             System.out.printf("%s %s on %d of %d layers (%d linears), %d samples x %d tokens (%d tokens): %.1fs (%.1fs per layer), peak heap %.0f MB (the float32 model alone: %.0f MB)%n",
                     method, spec.describe(), n, ckpt.config().numLayers(), linears, set.sequences().size(), length,
-                    set.tokens(), secs, secs / n, BenchCommand.peakHeap() / 1e6, floatBytes(ckpt) / 1e6);
+                    set.tokens(), secs, secs / n, BenchCommand.peakHeap() / 1e6, BenchCommand.floatBytes(ckpt) / 1e6);
         } finally {
             dev.hexforge.io.Folders.deleteTree(work);
         }
         return 0;
-    }
-
-    private static long floatBytes(Checkpoint ckpt) {
-        return ckpt.tensors().values().stream().mapToLong(s -> java.util.Arrays.stream(s).reduce(4, (a, b) -> a * b)).sum();
     }
 
     /** Best of a few Hessian accumulations of random rows. */

@@ -228,8 +228,13 @@ final class BenchCommand implements Runnable {
             throw new java.io.UncheckedIOException(e);
         }
         try (Checkpoint ckpt = Checkpoint.open(model)) {
-            return ckpt.tensors().values().stream().mapToLong(s -> java.util.Arrays.stream(s).reduce(4, (a, b) -> a * b)).sum();
+            return floatBytes(ckpt);
         }
+    }
+
+    /** Every decoder tensor's size as float32. */
+    static long floatBytes(Checkpoint ckpt) {
+        return ckpt.tensors().values().stream().mapToLong(s -> java.util.Arrays.stream(s).reduce(4, (a, b) -> a * b)).sum();
     }
 
     static void copyFile(Path from, Path to) throws IOException {

@@ -21,7 +21,6 @@ import org.openqa.selenium.chrome.ChromeOptions;
 import org.openqa.selenium.support.ui.ExpectedConditions;
 import org.openqa.selenium.support.ui.WebDriverWait;
 
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -58,17 +57,12 @@ class DashboardBrowserTest {
     static String adminToken;
     static String otherToken;
 
-    static int freePort() throws Exception {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
-    }
-
     @BeforeAll
     static void up() throws Exception {
         assumeTrue(Files.isExecutable(CHROMIUM) && Files.isExecutable(CHROMEDRIVER),
                 "needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver; .ci/run installs them)");
-        fleet = Standalone.start(home, new EmbeddedInfra.Ports(freePort(), freePort(), freePort(), freePort()), 0);
+        fleet = Standalone.start(home, new EmbeddedInfra.Ports(CliAgainstFleetTest.freePort(),
+                CliAgainstFleetTest.freePort(), CliAgainstFleetTest.freePort(), CliAgainstFleetTest.freePort()), 0);
         adminToken = Files.readString(Standalone.tokenFile(home)).strip();
         HttpResponse<String> created = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(fleet.gatewayUrl() + "/api/v1/tokens"))
                 .header("Authorization", "Bearer " + adminToken).header("Content-Type", "application/json")
