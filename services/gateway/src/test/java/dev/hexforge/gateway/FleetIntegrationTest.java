@@ -64,13 +64,15 @@ class FleetIntegrationTest {
         artifactService = ArtifactServiceApplication.start(kafka, "--server.port=0", db, dbUser, dbPassword, s3, s3Access, s3Secret,
                 "--hexforge.work-dir=" + home.resolve("work-a"), "--hexforge.signing.key=" + home.resolve("signing-key.pem"),
                 "--hexforge.signing.generate=true", "--hexforge.internal-token=internal-secret", "--hexforge.download-url-ttl=3s");
-        gateway = new SpringApplicationBuilder(GatewayApplication.class).run(kafka, "--server.port=0", "--hexforge.stages=quantize,export,sign",
+        gateway = new SpringApplicationBuilder(GatewayApplication.class).run(kafka, "--server.port=0", "--hexforge.stages=quantize,export,sign,benchmark",
+                "--hexforge.device-lease=3s", "--hexforge.device-lease-check-ms=300",
                 db, dbUser, dbPassword, s3, s3Access, s3Secret, "--hexforge.uploads.max-size=8MB", "--hexforge.internal-token=internal-secret", "--hexforge.artifact-service.url=http://127.0.0.1:"
                         + artifactService.getEnvironment().getProperty("local.server.port"));
         base = "http://127.0.0.1:" + gateway.getEnvironment().getProperty("local.server.port") + "/api/v1/jobs";
         TokenService tokens = gateway.getBean(TokenService.class);
         TOKENS.put("acme", tokens.create("acme", "test"));
         TOKENS.put("someone-else", tokens.create("someone-else", "test"));
+        TOKENS.put("bench", tokens.create("bench", "test"));
     }
 
     @AfterAll
@@ -116,6 +118,60 @@ class FleetIntegrationTest {
             Thread.sleep(200);
         }
         throw new AssertionError("job " + id + " did not reach " + List.of(states) + " in 120 s");
+    }
+
+    /** A device token for a new runner of the tenant, registered with the given SoC and backends. */
+    static String runner(String name, String tenant, String soc, List<String> backends) throws Exception {
+        Reply added = call("POST", base.replace("/jobs", "/devices"), "{\"name\": \"" + name + "\"}", "application/json", tenant);
+        assertEquals(201, added.status(), String.valueOf(added.body()));
+        String token = added.body().path("token").asText();
+        String info = JSON.writeValueAsString(new dev.hexforge.contracts.DeviceMessages.DeviceInfo(soc, "75", backends,
+                8L << 30, "Android 15", "1.29.0", null));
+        assertEquals(200, call("POST", base.replace("/jobs", "/runner/register"), info, "application/json", token).status());
+        return token;
+    }
+
+    static Reply nextTask(String deviceToken, int waitSeconds) throws Exception {
+        return call("GET", base.replace("/jobs", "/runner/tasks/next?wait=" + waitSeconds), null, null, deviceToken);
+    }
+
+    @Test
+    void benchmarkTasksGoOnlyToMatchingRunnersAndADeadRunnersTaskIsQueuedAgain() throws Exception {
+        String cpuOnly = runner("bench-cpu", "bench", "SM8550", List.of("ort-cpu"));
+        String npu = runner("bench-npu", "bench", "SM8650", List.of("ort-cpu", "ort-qnn"));
+        String npu2 = runner("bench-npu-2", "bench", "SM8650", List.of("ort-cpu", "ort-qnn"));
+        String spec = "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [export, benchmark]\nexport:\n  variant: static\n"
+                + "  seq: 32\n  ctx: 128\nbenchmark:\n  device: SM8650\n  backends: [ort-qnn]\n  promptLength: 16\n  newTokens: 4\n";
+        Reply created = call("POST", base, spec, "application/yaml", "bench");
+        assertEquals(201, created.status(), String.valueOf(created.body()));
+        String id = created.body().path("id").asText();
+        long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+        while (!"benchmark".equals(call("GET", base + "/" + id, null, null, "bench").body().path("currentStage").asText())) {
+            assertTrue(System.nanoTime() < deadline, "the job reaches its benchmark stage");
+            Thread.sleep(200);
+        }
+
+        assertEquals(204, nextTask(cpuOnly, 2).status(), "a runner of another SoC without the backend is not given the task");
+        Reply leased = nextTask(npu, 10);
+        assertEquals(200, leased.status(), "the matching runner gets it");
+        String taskId = leased.body().path("taskId").asText();
+        assertEquals(List.of("ort-qnn"), JSON.convertValue(leased.body().path("backends"), List.class));
+
+        // the runner dies: no heartbeat, no result; its lease (3 s here) runs out and another matching runner gets the task
+        Reply again = nextTask(npu2, 20);
+        assertEquals(200, again.status(), "the task is queued again after the lease expires");
+        assertEquals(taskId, again.body().path("taskId").asText());
+        String outcome = "{\"results\": [{\"backend\": \"ort-qnn\", \"decodeTokensPerSecond\": 12.5}], \"error\": null}";
+        Reply late = call("POST", base.replace("/jobs", "/runner/tasks/" + taskId + "/result"), outcome, "application/json", npu);
+        assertEquals(409, late.status(), "the dead runner's late result is refused: " + late.body());
+        Reply done = call("POST", base.replace("/jobs", "/runner/tasks/" + taskId + "/result"), outcome, "application/json", npu2);
+        assertEquals(200, done.status(), String.valueOf(done.body()));
+
+        JsonNode job = awaitState(id, "bench", "completed", "failed");
+        assertEquals("completed", job.path("state").asText(), job.toString());
+        JsonNode bench = job.path("stages").get(job.path("stages").size() - 1);
+        assertEquals("bench-npu-2", bench.path("report").path("device").asText());
+        assertEquals(12.5, bench.path("report").path("results").get(0).path("decodeTokensPerSecond").asDouble());
     }
 
     @Test
