@@ -153,7 +153,8 @@ async function artifactList(jobId) {
       h('td', {}, a.stage), h('td', {}, a.kind), h('td', {}, bytes(a.size)),
       h('td', {class: 'digest', title: a.sha256}, (a.sha256 || '').slice(0, 16) + '…'),
       h('td', {}, sig.keyHint ? h('span', {class: 'badge completed', title: `OMS root ${sig.rootDigest}`}, `signed (${sig.keyHint})`)
-        : h('span', {class: 'badge failed'}, 'unsigned')),
+        : h('span', {class: 'badge failed'}, 'unsigned'),
+        sig.provenance ? h('span', {class: 'badge completed', title: 'provenance.sig: the job spec, every input and earlier artifact by digest, tool versions'}, 'provenance') : null),
       h('td', {}, (detail.files || []).slice(0, 8).map(f => h('a', {class: 'download', href:
         `/api/v1/artifacts/${a.id}/download?path=${encodeURIComponent(f.path)}`, download: f.path.split('/').pop()}, f.path, ' ')),
         (detail.files || []).length > 8 ? h('span', {class: 'muted'}, `… and ${detail.files.length - 8} more: `,

@@ -213,6 +213,7 @@ class DashboardBrowserTest {
         waitForText("#quantize-report", "Accuracy gate passed", 20);
         assertTrue(browser.findElements(By.cssSelector("#loss-chart canvas")).size() > 0, "the finished job still draws its loss curve");
         waitForText("#artifacts", "signed", 20);
+        waitForText("#artifacts", "provenance", 20);
 
         // download a signed file through the page and check it against the catalogue's digest
         WebElement link = browser.findElements(By.cssSelector("#artifacts a.download")).stream()
