@@ -134,12 +134,8 @@ public final class ArtifactStore {
     }
 
     /** A URL that lets anyone holding it GET the object (Range requests included) until it expires. */
-    public String presignedGet(String key, java.time.Duration ttl) {
-        return presignedGet(key, ttl, null);
-    }
-
     /**
-     * As {@link #presignedGet(String, java.time.Duration)}; with {@code fileName}, the response names the file
+     * A presigned GET of {@code key} valid for {@code ttl}; with {@code fileName}, the response names the file
      * (Content-Disposition), so a browser saves {@code model.onnx} rather than the object's content-addressed key.
      */
     public String presignedGet(String key, java.time.Duration ttl, String fileName) {

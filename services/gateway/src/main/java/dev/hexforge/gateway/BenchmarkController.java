@@ -31,10 +31,13 @@ class BenchmarkController {
     Map<String, Object> list(@RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant,
                              @RequestParam(defaultValue = "200") int limit) {
         List<Map<String, Object>> rows = new ArrayList<>();
-        for (AttemptEntity a : attempts.findForTenant(tenant, "benchmark", AttemptEntity.State.COMPLETED,
-                PageRequest.of(0, Math.min(Math.max(1, limit), 1000)))) {
-            JobEntity job = jobs.findByIdAndTenant(a.jobId, tenant).orElse(null);
-            if (job == null || a.report == null) {
+        List<AttemptEntity> found = attempts.findForTenant(tenant, "benchmark", AttemptEntity.State.COMPLETED,
+                PageRequest.of(0, Math.min(Math.max(1, limit), 1000)));
+        Map<java.util.UUID, JobEntity> byId = new java.util.HashMap<>();
+        jobs.findAllById(found.stream().map(a -> a.jobId).distinct().toList()).forEach(j -> byId.put(j.id, j));
+        for (AttemptEntity a : found) {
+            JobEntity job = byId.get(a.jobId);
+            if (job == null || !job.tenant.equals(tenant) || a.report == null) {
                 continue;
             }
             JobSpec spec = ContractsJson.read(job.spec, JobSpec.class);

@@ -43,7 +43,7 @@ class JobController {
     @PostMapping(consumes = {"application/json", "application/yaml", "application/x-yaml", "text/yaml", "text/plain"})
     ResponseEntity<Map<String, Object>> create(@RequestBody String body, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) {
         JobEntity j = jobs.submit(body, tenant);
-        hub.publishTenant(tenant, Map.of("id", j.id.toString(), "state", j.state.name().toLowerCase()));
+        hub.jobChanged(j);
         return ResponseEntity.status(HttpStatus.CREATED).body(view(j, false));
     }
 
@@ -94,7 +94,7 @@ class JobController {
     @PostMapping("/{id}/cancel")
     Map<String, Object> cancel(@PathVariable UUID id, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) {
         JobEntity j = jobs.cancel(id, tenant);
-        hub.publishTenant(tenant, Map.of("id", j.id.toString(), "state", j.state.name().toLowerCase()));
+        hub.jobChanged(j);
         // running attempts stop on the control message; this marker stops one still queued when a service takes it
         store.putBytes(dev.hexforge.store.ArtifactStore.cancelledKey(j.currentAttempt.toString()), new byte[0], "application/octet-stream");
         return view(j, false);
@@ -103,7 +103,7 @@ class JobController {
     @PostMapping("/{id}/resume")
     Map<String, Object> resume(@PathVariable UUID id, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) {
         JobEntity j = jobs.resume(id, tenant);
-        hub.publishTenant(tenant, Map.of("id", j.id.toString(), "state", j.state.name().toLowerCase()));
+        hub.jobChanged(j);
         return view(j, false);
     }
 

@@ -36,15 +36,15 @@ class JobEventHub {
         return e;
     }
 
-    /** Sends a {@code job} event to the tenant's job-list streams. */
-    void publishTenant(String tenant, Object jobView) {
-        CopyOnWriteArrayList<SseEmitter> list = tenantStreams.get(tenant);
+    /** Sends a {@code job} event ({@code {id, state}}) to the job's tenant's job-list streams. */
+    void jobChanged(JobEntity job) {
+        CopyOnWriteArrayList<SseEmitter> list = tenantStreams.get(job.tenant);
         if (list == null) {
             return;
         }
         for (SseEmitter e : list) {
             try {
-                e.send(SseEmitter.event().name("job").data(jobView));
+                e.send(SseEmitter.event().name("job").data(Map.of("id", job.id.toString(), "state", job.state.name().toLowerCase())));
             } catch (IOException | IllegalStateException ex) {
                 list.remove(e);
             }

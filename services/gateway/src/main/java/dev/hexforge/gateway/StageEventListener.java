@@ -39,9 +39,10 @@ class StageEventListener {
             UUID job = UUID.fromString(e.jobId());
             String name = e instanceof StageEvents.Progress ? "progress" : e instanceof StageEvents.Completed ? "completed" : "failed";
             hub.publish(job, name, ContractsJson.write(e), false);
-            Map<String, String> change = Map.of("id", e.jobId(), "state", state.name().toLowerCase());
-            hub.publish(job, "job", change, state != JobEntity.State.RUNNING);
-            repo.findById(job).ifPresent(j -> hub.publishTenant(j.tenant, change));
+            hub.publish(job, "job", Map.of("id", e.jobId(), "state", state.name().toLowerCase()), state != JobEntity.State.RUNNING);
+            if (!(e instanceof StageEvents.Progress)) { // a job list row (state, current stage) changes only when a stage ends
+                repo.findById(job).ifPresent(hub::jobChanged);
+            }
         }
     }
 }

@@ -85,25 +85,22 @@ class TokenFilter extends OncePerRequestFilter {
                 chain.doFilter(request, response);
                 return;
             }
-            response.setStatus(device.isPresent() ? HttpServletResponse.SC_FORBIDDEN : HttpServletResponse.SC_UNAUTHORIZED);
-            response.setContentType("application/json");
-            response.getWriter().write(device.isPresent() ? "{\"error\":\"a device token only runs benchmark tasks and reads artifacts\"}"
-                    : "{\"error\":\"invalid device token\"}");
+            if (device.isPresent()) {
+                reject(response, HttpServletResponse.SC_FORBIDDEN, "a device token only runs benchmark tasks and reads artifacts");
+            } else {
+                reject(response, HttpServletResponse.SC_UNAUTHORIZED, "invalid device token");
+            }
             return;
         }
         if (request.getRequestURI().startsWith("/api/v1/runner/")) {
-            response.setStatus(HttpServletResponse.SC_UNAUTHORIZED);
-            response.setContentType("application/json");
-            response.getWriter().write("{\"error\":\"the runner API takes a device token (hexforge device add NAME)\"}");
+            reject(response, HttpServletResponse.SC_UNAUTHORIZED, "the runner API takes a device token (hexforge device add NAME)");
             return;
         }
         Optional<TokenEntity> token = bearer != null ? tokens.lookup(bearer) : Optional.empty();
         if (token.isEmpty()) {
-            response.setStatus(HttpServletResponse.SC_UNAUTHORIZED);
-            response.setContentType("application/json");
             response.setHeader("WWW-Authenticate", "Bearer");
-            response.getWriter().write("{\"error\":\"" + (header == null ? "missing API token: send Authorization: Bearer <token>"
-                    : "invalid or revoked API token") + "\"}");
+            reject(response, HttpServletResponse.SC_UNAUTHORIZED, header == null ? "missing API token: send Authorization: Bearer <token>"
+                    : "invalid or revoked API token");
             return;
         }
         request.setAttribute(TENANT_ATTRIBUTE, token.get().tenant);

@@ -65,6 +65,10 @@ public final class GptqRunner {
                     hs.add(in, len);
                 }
                 double[] h = hs.matrix();
+                float[] hf = new float[h.length];
+                for (int i = 0; i < h.length; i++) {
+                    hf[i] = (float) h[i];
+                }
                 for (Linear lin : subset) {
                     String name = TensorNames.weight(l, lin);
                     if (keep.stream().anyMatch(name::contains)) {
@@ -76,8 +80,8 @@ public final class GptqRunner {
                     QuantizedLinear q = Gptq.quantize(w, rows, cols, h, spec, opt);
                     float[] deq = q.dequantize();
                     float[] rtn = Rtn.quantize(w, rows, cols, spec).dequantize();
-                    errors.add(new LayerError(name, Hessian.outputError(w, deq, rows, cols, h),
-                            Hessian.outputError(w, rtn, rows, cols, h)));
+                    errors.add(new LayerError(name, Hessian.outputError(w, deq, rows, cols, hf),
+                            Hessian.outputError(w, rtn, rows, cols, hf)));
                     p.weights.put(lin, deq);
                     out.put(name, q);
                 }

@@ -85,17 +85,13 @@ public final class Hessian {
 
     /**
      * The calibration output error of replacing W by W', up to the constant 2/n: {@code Σ_rows δ H δᵀ}, δ = W − W'.
-     * {@code δ·H} runs on the float32 GEMM (a report figure: float rounding is far below the differences it shows);
-     * the final sum is in double.
+     * {@code δ·H} runs on the float32 GEMM with {@code hf} = H as float32 (a report figure: float rounding is far
+     * below the differences it shows); the final sum is in double.
      */
-    public static double outputError(float[] w, float[] wq, int out, int in, double[] h) {
+    public static double outputError(float[] w, float[] wq, int out, int in, float[] hf) {
         float[] d = new float[out * in];
         for (int i = 0; i < d.length; i++) {
             d[i] = w[i] - wq[i];
-        }
-        float[] hf = new float[in * in];
-        for (int i = 0; i < hf.length; i++) {
-            hf[i] = (float) h[i];
         }
         float[] dh = new float[out * in];
         Kernels.sharedFloat32().matmulNN(d, hf, dh, out, in, in, false);
