@@ -99,7 +99,7 @@ final class BenchCommand implements Runnable {
 
         @Override
         public Integer call() {
-            double bandwidth = measureBandwidth(threads);
+            double bandwidth = dev.hexforge.kernels.MemoryBandwidth.triad(threads);
             System.out.printf("memory bandwidth (triad, %d thread%s): %.1f GB/s%n", threads, threads == 1 ? "" : "s", bandwidth / 1e9);
             long weightBytes = weightBytesPerToken(model);
             int[] prompt = new SplittableRandom(1).ints(promptLen, 10, 1000).toArray();
@@ -142,7 +142,7 @@ final class BenchCommand implements Runnable {
 
         @Override
         public Integer call() {
-            double bandwidth = measureBandwidth(1);
+            double bandwidth = dev.hexforge.kernels.MemoryBandwidth.triad(1);
             dev.hexforge.quant.QuantSpec spec = bits == 8 ? dev.hexforge.quant.QuantSpec.int8PerChannel()
                     : new dev.hexforge.quant.QuantSpec(bits, 128, false);
             try (Checkpoint ckpt = Checkpoint.open(model)) {
@@ -186,34 +186,6 @@ final class BenchCommand implements Runnable {
     }
 
     /** Best of several triad passes (a = b + s*c) over arrays far larger than the caches. */
-    static double measureBandwidth(int threads) {
-        int n = 1 << 24;
-        float[] a = new float[n];
-        float[] b = new float[n];
-        float[] c = new float[n];
-        java.util.Arrays.fill(b, 1f);
-        java.util.Arrays.fill(c, 2f);
-        double best = 0;
-        java.util.concurrent.ForkJoinPool pool = new java.util.concurrent.ForkJoinPool(threads);
-        try {
-            for (int rep = 0; rep < 8; rep++) {
-                long t0 = System.nanoTime();
-                pool.submit(() -> IntStream.range(0, threads).parallel().forEach(t -> {
-                    int from = (int) ((long) n * t / threads);
-                    int to = (int) ((long) n * (t + 1) / threads);
-                    for (int i = from; i < to; i++) {
-                        a[i] = b[i] + 3f * c[i];
-                    }
-                })).join();
-                double secs = (System.nanoTime() - t0) / 1e9;
-                best = Math.max(best, 3.0 * n * 4 / secs);
-            }
-        } finally {
-            pool.shutdown();
-        }
-        return best;
-    }
-
     /**
      * Bytes of weights a decode step reads: the export's weight file, or for a Hugging Face folder every decoder
      * tensor as float32 (the Java forward holds them so). A tied embedding is read once, as the head.

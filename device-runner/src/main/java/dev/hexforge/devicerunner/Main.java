@@ -19,7 +19,7 @@ import java.util.concurrent.Callable;
 /** The device-runner's command line: benchmark a signed bundle folder, or an artifact fetched from the fleet. */
 @Command(name = "hexforge-device-runner", mixinStandardHelpOptions = true,
         description = "Runs signed Hexforge bundles on this device's backends and reports benchmarks.",
-        subcommands = {Main.Serve.class, Main.Bench.class, Main.Run.class})
+        subcommands = {Main.Serve.class, Main.Bench.class, Main.Run.class, Main.Phones.class})
 public final class Main implements Runnable {
     static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
@@ -52,7 +52,8 @@ public final class Main implements Runnable {
     static int bench(Path dir, PublicKey key, BenchOptions o) throws Exception {
         try {
             SignedBundle bundle = SignedBundle.verify(dir, key);
-            BenchmarkResult r = new OrtCpuBackend(o.threads).run(bundle, o.promptLength, o.newTokens, null, null);
+            BenchmarkResult r = OrtBackend.cpu(o.threads).run(bundle, o.promptLength, o.newTokens,
+                    dev.hexforge.eval.DeviceReference.read(dir));
             System.out.println(JSON.writeValueAsString(r));
             return 0;
         } catch (BundleRefusedException e) {
@@ -62,24 +63,93 @@ public final class Main implements Runnable {
     }
 
     @Command(name = "serve", mixinStandardHelpOptions = true,
-            description = "Serve the fleet: register this device (HEXFORGE_URL, HEXFORGE_DEVICE_TOKEN from `hexforge device add`), "
-                    + "then take benchmark tasks until stopped.")
+            description = "Serve the fleet (HEXFORGE_URL): this host as a device (HEXFORGE_DEVICE_TOKEN from `hexforge device add`), "
+                    + "and each phone named in --adb-tokens as a device of its own; take benchmark tasks until stopped.")
     static final class Serve implements Callable<Integer> {
         @Option(names = "--work", description = "where bundles are fetched to (default: a temporary folder)")
         Path work;
         @Option(names = "--threads", defaultValue = "1", description = "ONNX Runtime intra-op threads (default ${DEFAULT-VALUE})")
         int threads;
+        @Option(names = "--soc", description = "this host's Snapdragon chipset (e.g. SC8380XP), when it has an NPU")
+        String soc;
+        @Option(names = "--adb-tokens", description = "a properties file SERIAL=DEVICE_TOKEN: each attached phone listed serves "
+                + "as its own device with the adb-qnn backend (see `phones`)")
+        Path adbTokens;
+        @Option(names = "--qnn-sdk", description = "QNN SDK (QAIRT) root for adb-qnn (default: QNN_SDK_ROOT)")
+        Path qnnSdk;
 
         @Override
         public Integer call() throws Exception {
             String url = System.getenv().getOrDefault("HEXFORGE_URL", "http://127.0.0.1:8080");
             String token = System.getenv("HEXFORGE_DEVICE_TOKEN");
-            if (token == null || token.isBlank()) {
-                throw new IllegalArgumentException("set HEXFORGE_DEVICE_TOKEN (create one with `hexforge device add NAME`)");
-            }
             Path dir = work != null ? Files.createDirectories(work) : Files.createTempDirectory("hexforge-runner");
-            System.err.println("hexforge-device-runner: serving " + url + " from " + dir);
-            new RunnerLoop(new GatewayClient(url, token), dir, threads).run();
+            java.util.List<RunnerLoop> loops = new java.util.ArrayList<>();
+            if (token != null && !token.isBlank()) {
+                loops.add(new RunnerLoop(new GatewayClient(url, token), dir.resolve("host"), DeviceProfile.host(threads, soc)));
+            }
+            if (adbTokens != null) {
+                Path sdk = qnnSdk != null ? qnnSdk : System.getenv("QNN_SDK_ROOT") == null ? null : Path.of(System.getenv("QNN_SDK_ROOT"));
+                if (sdk == null) {
+                    throw new IllegalArgumentException("adb-qnn needs the QNN SDK: set QNN_SDK_ROOT or --qnn-sdk");
+                }
+                java.util.Properties phones = new java.util.Properties();
+                try (var in = Files.newBufferedReader(adbTokens)) {
+                    phones.load(in);
+                }
+                dev.hexforge.devicerunner.adb.Adb adb = dev.hexforge.devicerunner.adb.Adb.fromEnvironment();
+                java.util.Map<String, dev.hexforge.devicerunner.adb.Adb.Attached> attached = new java.util.HashMap<>();
+                adb.devices().forEach(a -> attached.put(a.serial(), a));
+                for (String serial : phones.stringPropertyNames()) {
+                    var a = attached.get(serial);
+                    if (a == null || !a.ready()) {
+                        throw new IllegalArgumentException("phone " + serial + " from " + adbTokens + " is " + (a == null ? "not attached"
+                                : a.state()) + " (see `hexforge-device-runner phones`)");
+                    }
+                    var phone = dev.hexforge.devicerunner.adb.Phone.read(adb, serial);
+                    loops.add(new RunnerLoop(new GatewayClient(url, phones.getProperty(serial).strip()), dir.resolve(serial),
+                            DeviceProfile.phone(adb, phone, sdk)));
+                }
+            }
+            if (loops.isEmpty()) {
+                throw new IllegalArgumentException("nothing to serve: set HEXFORGE_DEVICE_TOKEN (create one with `hexforge device add NAME`) "
+                        + "and/or give --adb-tokens");
+            }
+            System.err.println("hexforge-device-runner: serving " + url + " as " + loops.size() + " device(s) from " + dir);
+            java.util.List<Thread> threadsRunning = new java.util.ArrayList<>();
+            for (RunnerLoop loop : loops) {
+                Files.createDirectories(loop.work());
+                Thread t = new Thread(loop, "hexforge-runner-" + threadsRunning.size());
+                t.start();
+                threadsRunning.add(t);
+            }
+            for (Thread t : threadsRunning) {
+                t.join();
+            }
+            return 0;
+        }
+    }
+
+    @Command(name = "phones", mixinStandardHelpOptions = true,
+            description = "Phones attached over adb, each with its model and SoC: a device of its own for `serve --adb-tokens`.")
+    static final class Phones implements Callable<Integer> {
+        @Override
+        public Integer call() {
+            dev.hexforge.devicerunner.adb.Adb adb = dev.hexforge.devicerunner.adb.Adb.fromEnvironment();
+            var attached = adb.devices();
+            if (attached.isEmpty()) {
+                System.out.println("no phones attached (enable USB debugging and connect one; `adb devices` lists them)");
+            }
+            for (var a : attached) {
+                if (!a.ready()) {
+                    System.out.println(a.serial() + "  " + a.state() + (a.state().equals("unauthorized")
+                            ? "  (accept the USB debugging prompt on the phone)" : ""));
+                    continue;
+                }
+                var p = dev.hexforge.devicerunner.adb.Phone.read(adb, a.serial());
+                System.out.println(p.serial() + "  " + p.model() + "  " + (p.soc() == null ? "unknown SoC" : p.soc())
+                        + p.knownSoc().map(k -> " (" + k.marketing() + ", HTP v" + k.htpArch() + ")").orElse("")
+                        + "  Android " + p.android() + "  " + (p.ramBytes() >> 20) + " MiB");
+            }
             return 0;
         }
     }

@@ -4,13 +4,11 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.hexforge.client.ArtifactDownloader;
 import dev.hexforge.client.GatewayClient;
+import dev.hexforge.eval.DeviceReference;
 import dev.hexforge.io.Folders;
 
-import java.lang.management.ManagementFactory;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Executors;
@@ -26,7 +24,7 @@ public final class RunnerLoop implements Runnable, AutoCloseable {
     private static final ObjectMapper JSON = new ObjectMapper();
     private final GatewayClient gateway;
     private final Path work;
-    private final int threads;
+    private final DeviceProfile device;
     private final ScheduledExecutorService beats = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "hexforge-runner-heartbeat");
         t.setDaemon(true);
@@ -34,32 +32,21 @@ public final class RunnerLoop implements Runnable, AutoCloseable {
     });
     private volatile boolean stopped;
 
-    public RunnerLoop(GatewayClient gateway, Path work, int threads) {
+    public RunnerLoop(GatewayClient gateway, Path work, DeviceProfile device) {
         this.gateway = gateway;
         this.work = work;
-        this.threads = threads;
+        this.device = device;
     }
 
-    /** What this device offers: the CPU backend everywhere (the QNN backends are detected where they exist). */
-    static Map<String, Object> deviceInfo() {
-        Map<String, Object> info = new LinkedHashMap<>();
-        info.put("soc", null);
-        info.put("htpArch", null);
-        info.put("backends", List.of(OrtCpuBackend.NAME));
-        long ram = ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os
-                ? os.getTotalMemorySize() : 0;
-        info.put("ramBytes", ram);
-        info.put("os", System.getProperty("os.name") + " " + System.getProperty("os.arch"));
-        info.put("onnxRuntime", dev.hexforge.onnx.runtime.OrtSessions.runtimeVersion());
-        info.put("qnnSdk", null);
-        return info;
+    Path work() {
+        return work;
     }
 
     @Override
     public void run() {
         while (!stopped) { // the gateway may still be starting, or away for a moment
             try {
-                gateway.ok(gateway.send("POST", "/api/v1/runner/register", write(deviceInfo()), "application/json"));
+                gateway.ok(gateway.send("POST", "/api/v1/runner/register", write(device.info()), "application/json"));
                 break;
             } catch (RuntimeException e) {
                 System.err.println("hexforge-device-runner: registering with " + gateway.base() + ": " + e.getMessage() + " (retrying)");
@@ -102,14 +89,14 @@ public final class RunnerLoop implements Runnable, AutoCloseable {
             Folders.deleteQuietly(ArtifactDownloader.staging(dir));
             ArtifactDownloader.Result got = download(task.path("artifactId").asText(), dir);
             SignedBundle bundle = SignedBundle.verify(dir, got.key()); // again, right before loading
-            OrtCpuBackend.Reference reference = reference(dir);
+            DeviceReference reference = DeviceReference.read(dir);
             List<Object> results = new ArrayList<>();
             for (JsonNode b : task.path("backends")) {
-                if (!b.asText().equals(OrtCpuBackend.NAME)) {
+                Backend backend = device.backend(b.asText());
+                if (backend == null) {
                     return error("BACKEND_UNAVAILABLE", "this device has no " + b.asText() + " backend", "run the job on a device that has it");
                 }
-                results.add(new OrtCpuBackend(threads).run(bundle, task.path("promptLength").asInt(), task.path("newTokens").asInt(),
-                        reference, null));
+                results.add(backend.run(bundle, task.path("promptLength").asInt(), task.path("newTokens").asInt(), reference));
             }
             return Map.of("results", results);
         } catch (BundleRefusedException | dev.hexforge.signing.VerificationException e) {
@@ -138,28 +125,6 @@ public final class RunnerLoop implements Runnable, AutoCloseable {
                 sleep(500);
             }
         }
-    }
-
-    /** The host's reference continuation the export stage left in the bundle, if any. */
-    static OrtCpuBackend.Reference reference(Path dir) {
-        Path file = dir.resolve("reference.json");
-        if (!Files.isRegularFile(file)) {
-            return null;
-        }
-        try {
-            JsonNode r = JSON.readTree(file.toFile());
-            return new OrtCpuBackend.Reference(ints(r.path("prompt")), ints(r.path("continuation")));
-        } catch (java.io.IOException e) {
-            return null;
-        }
-    }
-
-    private static int[] ints(JsonNode a) {
-        int[] out = new int[a.size()];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = a.get(i).asInt();
-        }
-        return out;
     }
 
     private static Map<String, Object> error(String code, String message, String hint) {

@@ -3,7 +3,8 @@ package dev.hexforge.devicerunner;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.forward.DecoderForward;
 import dev.hexforge.forward.DecoderWeights;
-import dev.hexforge.generate.Generator;
+import dev.hexforge.eval.DeviceReference;
+import dev.hexforge.tokenizer.Tokenizer;
 import dev.hexforge.onnx.export.DecoderExporter;
 import dev.hexforge.onnx.export.ExportOptions;
 import dev.hexforge.onnx.export.LinearFormat;
@@ -62,24 +63,34 @@ class SignedBundleTest {
     @Test
     void aSignedBundleIsBenchmarkedWithEveryFigureTheHostCanGive() throws Exception {
         SignedBundle bundle = SignedBundle.verify(export, keys.getPublic());
-        int[] prompt = {970, 11, 1879, 0, 151, 44, 300, 27};
-        int[] expected;
-        try (Checkpoint ckpt = Checkpoint.open(Fixtures.qwen2Tiny())) {
-            expected = Generator.generate(new DecoderForward(DecoderWeights.load(ckpt)), prompt, Generator.Options.greedy(12), null);
+        DeviceReference ref;
+        try (Checkpoint ckpt = Checkpoint.open(Fixtures.qwen2Tiny()); Tokenizer tok = Tokenizer.load(Fixtures.qwen2Tiny())) {
+            ref = DeviceReference.compute(new DecoderForward(DecoderWeights.load(ckpt)), tok);
         }
-        BenchmarkResult r = new OrtCpuBackend(1).run(bundle, 16, 8, new OrtCpuBackend.Reference(prompt, expected), 10e9);
+        assertTrue(ref.hasPerplexity() && ref.perplexityWindow() == 64 && ref.perplexityIds().length >= 128, "two windows of text");
+        ref.write(tmp);
+        DeviceReference back = DeviceReference.read(tmp);
+        assertEquals(ref.perplexity(), back.perplexity());
+        BenchmarkResult r = OrtBackend.cpu(1).run(bundle, 16, 8, back);
         assertEquals("ort-cpu", r.backend());
         assertEquals(1.0, r.tokenAgreement(), "the float export agrees with the float reference forward");
+        assertEquals(ref.perplexity(), r.perplexity(), ref.perplexity() * 1e-4, "the device scores the text as the host did");
+        assertEquals(ref.perplexity(), r.referencePerplexity());
+        assertTrue(r.memoryBandwidthBytesPerSecond() > 1e9 && r.bandwidthSource().startsWith("measured"), r.toString());
+        assertEquals(r.decodeTokensPerSecond() * r.weightBytesPerToken() / r.memoryBandwidthBytesPerSecond(), r.efficiency(), 1e-12);
         assertTrue(r.decodeTokensPerSecond() > 0 && r.prefillTokensPerSecond() > 0 && r.timeToFirstTokenMs() > 0, r.toString());
         assertTrue(r.peakRssBytes() != null && r.peakRssBytes() > 0, "Linux reports peak RSS");
         assertTrue(r.weightBytesPerToken() > 1_000_000, r.toString());
-        assertTrue(r.efficiency() > 0, r.toString());
-        assertTrue(r.notAvailable().containsKey("energyPerToken") && r.notAvailable().containsKey("thermalState"), r.toString());
+        assertTrue(r.notAvailable().containsKey("energyPerToken") && r.notAvailable().containsKey("thermalState")
+                && r.notAvailable().containsKey("opsOffNpu"), r.toString());
+        assertNull(r.joulesPerToken(), "not available, not zero");
+        assertNull(r.opsOffNpu());
         assertEquals(bundle.rootDigest(), r.bundleRootDigest());
 
-        BenchmarkResult bare = new OrtCpuBackend(1).run(bundle, 16, 4, null, null);
+        BenchmarkResult bare = OrtBackend.cpu(1).run(bundle, 16, 4, null);
         assertNull(bare.tokenAgreement(), "no reference: not available, not zero");
-        assertTrue(bare.notAvailable().containsKey("tokenAgreement") && bare.notAvailable().containsKey("efficiency"));
+        assertNull(bare.perplexity());
+        assertTrue(bare.notAvailable().containsKey("tokenAgreement") && bare.notAvailable().containsKey("perplexity"));
     }
 
     @Test

@@ -79,6 +79,7 @@ public final class QnnSdk {
         manifest.put("soc", soc.name());
         manifest.put("htpArch", soc.htpArch());
         manifest.put("contextLength", info.contextLength());
+        manifest.put("promptLength", info.promptLength());
         manifest.put("qnnSdk", version());
         ObjectNode graphs = manifest.putObject("graphs");
         try {
@@ -122,6 +123,8 @@ public final class QnnSdk {
                 }
                 ObjectNode in = gj.putObject("inputs");
                 io.inputs().forEach(t -> in.put(t.name(), t.dimsArg()));
+                ObjectNode outs = gj.putObject("outputs");
+                io.outputs().forEach(t -> outs.put(t.name(), t.dimsArg()));
             }
             for (String f : List.of("tokenizer.json", "tokenizer_config.json", ExportInfo.FILE)) {
                 if (Files.isRegularFile(export.resolve(f))) {

@@ -78,26 +78,18 @@ class ExportWorker extends StageWorker {
         }
     }
 
-    /** A fixed prompt. */
-    static final String REFERENCE_PROMPT = "The quick brown fox jumps over the lazy dog. Once upon a time";
-
     /**
-     * The host's reference for on-device accuracy: a fixed prompt and the greedy continuation of the Java reference
-     * forward over the weights the graphs hold (fake-quantized for a quantized model), in {@code reference.json}.
+     * The host's reference for on-device accuracy ({@link dev.hexforge.eval.DeviceReference}), computed by the Java
+     * reference forward over the weights the graphs hold (fake-quantized for a quantized model).
      */
-    static void writeReference(Checkpoint ckpt, Path model, Path out) throws java.io.IOException {
+    static void writeReference(Checkpoint ckpt, Path model, Path out) {
         dev.hexforge.forward.DecoderWeights w = dev.hexforge.forward.DecoderWeights.load(ckpt);
         if (QuantizedCheckpoint.isQuantized(model)) {
             w = QuantizedCheckpoint.read(ckpt).fakeQuantized(w);
         }
-        int[] prompt;
         try (dev.hexforge.tokenizer.Tokenizer tok = dev.hexforge.tokenizer.Tokenizer.load(model)) {
-            prompt = tok.encode(REFERENCE_PROMPT);
+            dev.hexforge.eval.DeviceReference.compute(new dev.hexforge.forward.DecoderForward(w), tok).write(out);
         }
-        int[] continuation = dev.hexforge.generate.Generator.generate(new dev.hexforge.forward.DecoderForward(w), prompt,
-                dev.hexforge.generate.Generator.Options.greedy(16), null);
-        dev.hexforge.contracts.ContractsJson.MAPPER.writeValue(out.resolve("reference.json").toFile(),
-                Map.of("prompt", prompt, "continuation", continuation, "note", "greedy continuation of the Java reference forward"));
     }
 
     @Override

@@ -149,7 +149,7 @@ public final class Standalone implements AutoCloseable {
             Folders.writePrivate(file, gateway.getBean(DeviceService.class).add("default", "local"));
         }
         runner = new RunnerLoop(new GatewayClient(gatewayUrl(), Files.readString(file).strip()),
-                Files.createDirectories(home.resolve("work/runner")), 1);
+                Files.createDirectories(home.resolve("work/runner")), dev.hexforge.devicerunner.DeviceProfile.host(1, null));
         Thread t = new Thread(runner, "hexforge-local-runner");
         t.setDaemon(true);
         t.start();

@@ -290,7 +290,12 @@ class CliAgainstFleetTest {
         assertEquals("ort-cpu", result.path("backend").asText(), bench.toString());
         assertEquals(1.0, result.path("tokenAgreement").asDouble(), "INT8 on the device agrees with the fake-quantized reference: " + result);
         assertTrue(result.path("decodeTokensPerSecond").asDouble() > 0 && result.path("peakRssBytes").asLong() > 0, result.toString());
-        assertTrue(result.path("notAvailable").has("energyPerToken"), "not available, not zero: " + result);
+        assertTrue(result.path("notAvailable").has("energyPerToken") && result.path("joulesPerToken").isNull(), "not available, not zero: " + result);
+        double ppl = result.path("perplexity").asDouble();
+        double refPpl = result.path("referencePerplexity").asDouble();
+        assertTrue(refPpl > 1 && Math.abs(ppl - refPpl) <= 0.01 * refPpl, "on-device perplexity against the host's: " + result);
+        assertTrue(result.path("efficiency").asDouble() > 0 && result.path("memoryBandwidthBytesPerSecond").asDouble() > 1e9
+                && result.path("weightBytesPerToken").asLong() > 0, "the roofline: " + result);
         assertEquals("local", bench.path("report").path("device").asText());
 
         Path qnn = Files.writeString(home.resolve("bench-qnn.yaml"), pipeline + "  backends: [ort-qnn]\n");
@@ -311,7 +316,8 @@ class CliAgainstFleetTest {
         s3.putBytes(key, bytes, "application/octet-stream");
         String token = Files.readString(home.resolve("secrets/device-token")).strip();
         dev.hexforge.devicerunner.RunnerLoop runner = new dev.hexforge.devicerunner.RunnerLoop(
-                new dev.hexforge.client.GatewayClient(fleet.gatewayUrl(), token), Files.createDirectories(home.resolve("runner-test")), 1);
+                new dev.hexforge.client.GatewayClient(fleet.gatewayUrl(), token), Files.createDirectories(home.resolve("runner-test")),
+                dev.hexforge.devicerunner.DeviceProfile.host(1, null));
         JsonNode task = new ObjectMapper().readTree("{\"taskId\": \"t1\", \"artifactId\": \"" + signed.path("id").asText()
                 + "\", \"backends\": [\"ort-cpu\"], \"promptLength\": 8, \"newTokens\": 2}");
         String refusal = String.valueOf(runner.execute(task).get("error"));

@@ -21,9 +21,9 @@ public final class DynamicOnnxLm implements CausalLm {
     private final OrtSession session;
     private final OrtEnvironment env = OrtEnvironment.getEnvironment();
 
-    public DynamicOnnxLm(Path dir, ExportInfo info, int threads) {
+    public DynamicOnnxLm(Path dir, ExportInfo info, int threads, java.util.Map<String, String> qnn) {
         this.info = info;
-        this.session = OrtSessions.open(info.graph(dir, "model"), threads);
+        this.session = OrtSessions.open(info.graph(dir, "model"), threads, qnn);
     }
 
     @Override

@@ -4,6 +4,7 @@ import dev.hexforge.generate.CausalLm;
 import dev.hexforge.onnx.export.ExportInfo;
 
 import java.nio.file.Path;
+import java.util.Map;
 
 /** Opens an export folder with the runner that matches its variant. */
 public final class OnnxLm {
@@ -11,10 +12,15 @@ public final class OnnxLm {
     }
 
     public static CausalLm open(Path dir, int threads) {
+        return open(dir, threads, null);
+    }
+
+    /** @param qnn QNN execution provider options, or null for the CPU (see {@link OrtSessions#open(Path, int, Map)}) */
+    public static CausalLm open(Path dir, int threads, Map<String, String> qnn) {
         ExportInfo info = ExportInfo.read(dir);
         return switch (info.variant()) {
-            case DYNAMIC -> new DynamicOnnxLm(dir, info, threads);
-            case STATIC -> new StaticOnnxLm(dir, info, threads);
+            case DYNAMIC -> new DynamicOnnxLm(dir, info, threads, qnn);
+            case STATIC -> new StaticOnnxLm(dir, info, threads, qnn);
         };
     }
 }

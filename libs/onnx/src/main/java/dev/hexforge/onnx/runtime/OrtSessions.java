@@ -2,9 +2,11 @@ package dev.hexforge.onnx.runtime;
 
 import ai.onnxruntime.OrtEnvironment;
 import ai.onnxruntime.OrtException;
+import ai.onnxruntime.OrtProvider;
 import ai.onnxruntime.OrtSession;
 
 import java.nio.file.Path;
+import java.util.Map;
 
 /** Session settings shared by every Hexforge ONNX Runtime session. */
 public final class OrtSessions {
@@ -24,6 +26,19 @@ public final class OrtSessions {
      * @param threads intra-op threads; 0 lets ONNX Runtime choose
      */
     public static OrtSession open(Path model, int threads) {
+        return open(model, threads, null);
+    }
+
+    /** Whether this ONNX Runtime build has the QNN execution provider (Snapdragon builds); never assumed. */
+    public static boolean qnnAvailable() {
+        return OrtEnvironment.getAvailableProviders().contains(OrtProvider.QNN);
+    }
+
+    /**
+     * A session on the QNN execution provider with {@code qnn}'s provider options and the CPU fallback disabled, so an
+     * op the NPU cannot run fails the load instead of running on the CPU; with {@code qnn} null, a CPU session.
+     */
+    public static OrtSession open(Path model, int threads, Map<String, String> qnn) {
         try {
             OrtSession.SessionOptions so = new OrtSession.SessionOptions();
             so.setOptimizationLevel(OrtSession.SessionOptions.OptLevel.ALL_OPT);
@@ -32,6 +47,10 @@ public final class OrtSessions {
                 so.setIntraOpNumThreads(threads);
             }
             so.setInterOpNumThreads(1);
+            if (qnn != null) {
+                so.addConfigEntry("session.disable_cpu_ep_fallback", "1");
+                so.addQnn(qnn);
+            }
             return OrtEnvironment.getEnvironment().createSession(model.toString(), so);
         } catch (OrtException e) {
             throw new OnnxRuntimeException(model + ": ONNX Runtime cannot load the model: " + e.getMessage(), e);

@@ -26,10 +26,10 @@ public final class StaticOnnxLm implements CausalLm {
     private final OrtSession token;
     private final OrtEnvironment env = OrtEnvironment.getEnvironment();
 
-    public StaticOnnxLm(Path dir, ExportInfo info, int threads) {
+    public StaticOnnxLm(Path dir, ExportInfo info, int threads, java.util.Map<String, String> qnn) {
         this.info = info;
-        this.prompt = OrtSessions.open(info.graph(dir, "prompt"), threads);
-        this.token = OrtSessions.open(info.graph(dir, "token"), threads);
+        this.prompt = OrtSessions.open(info.graph(dir, "prompt"), threads, qnn);
+        this.token = OrtSessions.open(info.graph(dir, "token"), threads, qnn);
     }
 
     @Override
@@ -92,19 +92,9 @@ public final class StaticOnnxLm implements CausalLm {
         private float[][] run(OrtSession graph, int seq, int[] chunk) {
             int n = chunk.length;
             int past = ctx - seq;
-            int[] idBuf = new int[seq];
-            int[] posBuf = new int[seq];
-            for (int i = 0; i < seq; i++) {
-                idBuf[i] = i < n ? chunk[i] : 0;
-                posBuf[i] = Math.min(length + i, ctx - 1);
-            }
-            float[] mask = new float[seq * ctx];
-            for (int i = 0; i < seq; i++) {
-                for (int j = 0; j < ctx; j++) {
-                    boolean allowed = j < past ? j < length : (j - past) <= i;
-                    mask[i * ctx + j] = allowed ? 0f : info.maskNegative();
-                }
-            }
+            int[] idBuf = StaticInputs.ids(chunk, seq);
+            int[] posBuf = StaticInputs.positions(length, seq, ctx);
+            float[] mask = StaticInputs.mask(length, seq, ctx, info.maskNegative());
             Map<String, OnnxTensor> in = new HashMap<>();
             try {
                 in.put("input_ids", OnnxTensor.createTensor(env, IntBuffer.wrap(idBuf), new long[]{1, seq}));

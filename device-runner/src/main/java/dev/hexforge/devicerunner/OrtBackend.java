@@ -1,0 +1,184 @@
+package dev.hexforge.devicerunner;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.hexforge.eval.DeviceReference;
+import dev.hexforge.generate.CausalLm;
+import dev.hexforge.generate.DecodeSession;
+import dev.hexforge.onnx.export.ExportInfo;
+import dev.hexforge.onnx.runtime.OnnxLm;
+import dev.hexforge.onnx.runtime.OrtSessions;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+/**
+ * The ONNX Runtime backends: {@code ort-cpu} (the CPU execution provider, everywhere) and {@code ort-qnn} (the QNN
+ * execution provider with the bundle's provider options and CPU fallback disabled, only where this ONNX Runtime build
+ * has it — {@link #qnnAvailable()}). Measures load time, time to first token, prefill and decode tokens/s, peak
+ * resident memory, efficiency against the memory bandwidth, and accuracy against the host's reference.
+ */
+public final class OrtBackend implements Backend {
+    public static final String CPU = "ort-cpu";
+    public static final String QNN = "ort-qnn";
+    private final String name;
+    private final int threads;
+    private final dev.hexforge.compile.Soc soc;
+
+    private OrtBackend(String name, int threads, dev.hexforge.compile.Soc soc) {
+        this.name = name;
+        this.threads = threads;
+        this.soc = soc;
+    }
+
+    public static OrtBackend cpu(int threads) {
+        return new OrtBackend(CPU, threads, null);
+    }
+
+    /**
+     * The QNN EP backend; refuses to exist where the native ONNX Runtime has no QNN EP.
+     *
+     * @param soc the host's chipset, whose spec-sheet bandwidth is the roofline; null: measured on the CPU
+     */
+    public static OrtBackend qnn(int threads, String soc) {
+        if (!qnnAvailable()) {
+            throw new IllegalStateException("this ONNX Runtime build (" + OrtSessions.runtimeVersion() + ") has no QNN execution provider");
+        }
+        return new OrtBackend(QNN, threads, soc == null ? null : dev.hexforge.compile.Soc.find(soc).orElse(null));
+    }
+
+    public static boolean qnnAvailable() {
+        return OrtSessions.qnnAvailable();
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public BenchmarkResult run(SignedBundle bundle, int promptLength, int newTokens, DeviceReference reference) {
+        if (!ExportInfo.isExport(bundle.dir())) {
+            throw new IllegalArgumentException("bundle " + bundle.dir().getFileName() + " is not an ONNX export (no export.json); the "
+                    + name + " backend runs exported models");
+        }
+        Map<String, String> notAvailable = new LinkedHashMap<>();
+        long t0 = System.nanoTime();
+        try (CausalLm lm = OnnxLm.open(bundle.dir(), threads, name.equals(QNN) ? providerOptions(bundle.dir()) : null)) {
+            double load = (System.nanoTime() - t0) / 1e9;
+            int len = Math.min(promptLength, lm.maxContext() - newTokens);
+            int[] prompt = new SplittableRandom(1).ints(len, 10, Math.min(1000, lm.vocabSize())).toArray();
+            try (DecodeSession warm = lm.start(len + newTokens)) {
+                warm.append(prompt);
+                warm.append(new int[]{5});
+            }
+            double ttft;
+            double decode;
+            try (DecodeSession s = lm.start(len + newTokens)) {
+                long a = System.nanoTime();
+                Accuracy.argmax(s.append(prompt), lm.vocabSize());
+                ttft = (System.nanoTime() - a) / 1e9;
+                long b = System.nanoTime();
+                for (int i = 0; i < newTokens; i++) {
+                    s.append(new int[]{7 + i});
+                }
+                decode = (System.nanoTime() - b) / 1e9;
+            }
+            Double agreement = null;
+            Double ppl = null;
+            Double refPpl = null;
+            if (reference == null) {
+                notAvailable.put("tokenAgreement", "the bundle has no " + DeviceReference.FILE);
+            } else {
+                agreement = Accuracy.agreement(lm, reference);
+            }
+            if (reference == null) {
+                notAvailable.put("perplexity", "the bundle has no " + DeviceReference.FILE);
+            } else if (!reference.hasPerplexity()) {
+                notAvailable.put("perplexity", "the bundle's reference has no text to score (exported before references carried one)");
+            } else {
+                ppl = Accuracy.perplexity(lm, reference);
+                refPpl = reference.perplexity();
+            }
+            Long rss = peakRss();
+            if (rss == null) {
+                notAvailable.put("peakRssBytes", "this OS does not report peak resident memory (/proc/self/status)");
+            }
+            long weights = weightBytes(bundle.dir());
+            double decodeTps = newTokens / decode;
+            double bandwidth = soc != null ? soc.memoryBandwidth() : HostBandwidth.measured(threads);
+            String bandwidthSource = soc != null ? soc.marketing() + " spec-sheet peak (SoC table)"
+                    : "measured (triad, " + threads + " thread" + (threads == 1 ? "" : "s") + ")";
+            notAvailable.put("opTimingsMs", name + ": per-op timings would need ONNX Runtime's profiler on the timed run");
+            notAvailable.put("energyPerToken", "the host exposes no power sensor to " + name);
+            notAvailable.put("thermalState", "the host exposes no thermal status to " + name);
+            Integer offNpu = null;
+            if (name.equals(CPU)) {
+                notAvailable.put("opsOffNpu", CPU + " runs every op on the CPU; there is no NPU to fall back from");
+            } else {
+                offNpu = 0; // the session loaded with session.disable_cpu_ep_fallback=1: every node is on the QNN EP
+            }
+            return new BenchmarkResult(name, "host", bundle.rootDigest(), len, newTokens, load, ttft * 1e3, len / ttft, decodeTps, rss,
+                    weights, bandwidth, bandwidthSource, BenchmarkResult.efficiency(decodeTps, weights, bandwidth), agreement, ppl, refPpl,
+                    offNpu, null, null, null, notAvailable);
+        }
+    }
+
+    /** The QNN provider options the compile stage wrote into the bundle's manifest. */
+    static Map<String, String> providerOptions(Path dir) {
+        Path manifest = dir.resolve("manifest.json");
+        if (!Files.isRegularFile(manifest)) {
+            throw new IllegalArgumentException("bundle " + dir.getFileName() + " has no manifest.json: compile it for the ort-qnn target");
+        }
+        try {
+            JsonNode po = new ObjectMapper().readTree(manifest.toFile()).path("providerOptions");
+            Map<String, String> out = new LinkedHashMap<>();
+            po.properties().forEach(e -> out.put(e.getKey(), e.getValue().asText()));
+            if (out.isEmpty()) {
+                throw new IllegalArgumentException("bundle " + dir.getFileName() + " was not compiled for ort-qnn (no providerOptions)");
+            }
+            return out;
+        } catch (IOException e) {
+            throw new UncheckedIOException("reading " + manifest + ": " + e.getMessage(), e);
+        }
+    }
+
+    static Long peakRss() {
+        Path status = Path.of("/proc/self/status");
+        if (!Files.isReadable(status)) {
+            return null;
+        }
+        try {
+            List<String> lines = Files.readAllLines(status);
+            for (String l : lines) {
+                if (l.startsWith("VmHWM:")) {
+                    return Long.parseLong(l.replaceAll("[^0-9]", "")) * 1024;
+                }
+            }
+            return null;
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    /** Bytes of weights one decode step reads: the export's largest weight file (the token graph's, for a static export). */
+    static long weightBytes(Path dir) {
+        try (var files = Files.list(dir.resolve("onnx"))) {
+            return files.filter(p -> p.getFileName().toString().endsWith(".onnx_data")).mapToLong(p -> {
+                try {
+                    return Files.size(p);
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            }).max().orElse(0);
+        } catch (IOException e) {
+            throw new UncheckedIOException("reading " + dir.resolve("onnx") + ": " + e.getMessage(), e);
+        }
+    }
+}
