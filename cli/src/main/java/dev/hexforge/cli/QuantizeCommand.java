@@ -47,6 +47,9 @@ final class QuantizeCommand implements Callable<Integer> {
     List<String> keep = List.of();
     @Option(names = "--format", defaultValue = "qdq", description = "qdq, matmulnbits or both (default: ${DEFAULT-VALUE})")
     String format;
+    @Option(names = "--accuracy-level", defaultValue = "4", description = "MatMulNBits compute: 4 int8 activations (fast), "
+            + "0 float32 (identical to the fake-quantized reference) (default: ${DEFAULT-VALUE})")
+    int accuracyLevel;
     @Option(names = "--variant", defaultValue = "dynamic", description = "dynamic or static (default: ${DEFAULT-VALUE})")
     String variant;
     @Option(names = "--seq", defaultValue = "128")
@@ -78,7 +81,8 @@ final class QuantizeCommand implements Callable<Integer> {
         ExportOptions export = new ExportOptions(v, seq, ctx, ExportOptions.DEFAULT_OPSET);
         QuantizeOptions.Calibration cal = calib == null ? null : new QuantizeOptions.Calibration(calib, samples, calibLen, seed);
         QuantizeOptions opt = new QuantizeOptions(method.toLowerCase(), new QuantSpec(bits, groupSize, symmetric), keep,
-                format.toLowerCase(), export, cal, new Gptq.Options(128, 0.01, actOrder), eval, window, maxDeltaPpl, autoKeep);
+                format.toLowerCase(), export, cal, new Gptq.Options(128, 0.01, actOrder), eval, window, maxDeltaPpl, autoKeep,
+                accuracyLevel);
         QuantizePipeline.Result r;
         try (Checkpoint ckpt = Checkpoint.open(model); ProgressBar bar = new ProgressBar("quantize")) {
             r = QuantizePipeline.run(ckpt, opt, out, bar);

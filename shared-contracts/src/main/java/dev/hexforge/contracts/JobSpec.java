@@ -15,7 +15,7 @@ public record JobSpec(int schemaVersion, String name, Model model, List<String> 
 
     public record Quantize(String method, int bits, int group, boolean symmetric, String calibration,
                            int calibrationSamples, int calibrationLength, List<String> keep, Auto auto, String format,
-                           double maxDeltaPpl) {
+                           int accuracyLevel, double maxDeltaPpl) {
     }
 
     public record Auto(double maxExtraBytesPercent) {

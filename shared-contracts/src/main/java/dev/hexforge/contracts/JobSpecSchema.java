@@ -63,6 +63,8 @@ public final class JobSpecSchema {
                             number("maxExtraBytesPercent", 0, 0, 1000,
                                     "Extra bytes allowed for float layers, in percent of the quantized linears (0: off).")),
                     oneOf("format", "qdq", "qdq (NPU), matmulnbits (CPU) or both.", "qdq", "matmulnbits", "both"),
+                    integer("accuracyLevel", 4, 0, 4, "MatMulNBits compute on the CPU (ONNX Runtime's accuracy_level): 4 = int8 "
+                            + "activations, the fast path; 0 = float32, identical to the fake-quantized reference."),
                     number("maxDeltaPpl", 0.5, 0, 1e9, "Gate: largest allowed perplexity rise.")),
             object("export", "ONNX export.",
                     oneOf("variant", "static", "static (NPU graphs) or dynamic (Hugging Face convention).", "static", "dynamic"),

@@ -18,10 +18,11 @@ import java.util.List;
  * @param maxDeltaPpl  the gate: largest allowed rise in perplexity over the float model
  * @param autoKeepPercent automatic mixed precision: keep the most sensitive linears in float while the extra bytes
  *                     stay within this percentage of the quantized linears (0: off; needs calibration data)
+ * @param accuracyLevel MatMulNBits compute (see {@link dev.hexforge.quant.onnx.MatMulNBitsFormat}): 4 int8 activations, 0 float32
  */
 public record QuantizeOptions(String method, QuantSpec spec, List<String> keep, String format, ExportOptions export,
                               Calibration calibration, Gptq.Options gptq, Path evalText, int evalWindow, double maxDeltaPpl,
-                              double autoKeepPercent) {
+                              double autoKeepPercent, int accuracyLevel) {
     public static final double DEFAULT_MAX_DELTA_PPL = 0.5;
 
     /** N samples of at most L tokens from a JSONL file, chosen with a seed. */
@@ -56,6 +57,7 @@ public record QuantizeOptions(String method, QuantSpec spec, List<String> keep, 
     }
 
     public static QuantizeOptions rtn(QuantSpec spec, String format, ExportOptions export, Path evalText) {
-        return new QuantizeOptions("rtn", spec, List.of(), format, export, null, null, evalText, 128, DEFAULT_MAX_DELTA_PPL, 0);
+        return new QuantizeOptions("rtn", spec, List.of(), format, export, null, null, evalText, 128, DEFAULT_MAX_DELTA_PPL, 0,
+                dev.hexforge.quant.onnx.MatMulNBitsFormat.INT8_ACTIVATIONS);
     }
 }

@@ -139,7 +139,7 @@ public final class QuantizePipeline {
                     default -> List.of(opt.format());
                 };
                 for (String f : formats) {
-                    LinearFormat format = f.equals("qdq") ? new QdqFormat(qm) : new MatMulNBitsFormat(qm);
+                    LinearFormat format = f.equals("qdq") ? new QdqFormat(qm) : new MatMulNBitsFormat(qm, opt.accuracyLevel());
                     Path dir = formats.size() == 1 ? out.resolve("onnx-model") : out.resolve(f);
                     DecoderExporter.export(ckpt, dir, opt.export(), format, Progress.NONE);
                     outputs.add(dir);

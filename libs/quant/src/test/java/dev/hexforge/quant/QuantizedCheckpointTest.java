@@ -48,7 +48,7 @@ class QuantizedCheckpointTest {
             // the folder is itself the fake-quantized model
             DecoderForward fromFolder = new DecoderForward(DecoderWeights.load(ckpt));
             Path onnx = tmp.resolve("onnx");
-            DecoderExporter.export(ckpt, onnx, ExportOptions.dynamic(), new MatMulNBitsFormat(back), Progress.NONE);
+            DecoderExporter.export(ckpt, onnx, ExportOptions.dynamic(), new MatMulNBitsFormat(back, MatMulNBitsFormat.EXACT), Progress.NONE);
             try (CausalLm lm = OnnxLm.open(onnx, 1)) {
                 for (JsonNode p : Fixtures.json(Fixtures.reference("reference.json")).path("prompts")) {
                     int[] ids = Fixtures.ints(p.path("input_ids"));

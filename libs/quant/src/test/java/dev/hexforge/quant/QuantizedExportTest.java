@@ -76,11 +76,32 @@ class QuantizedExportTest {
     }
 
     @ParameterizedTest
+    @CsvSource({"8", "4"})
+    void theCpuFastPathComputesWithInt8ActivationsWithinOnePercentOfTheReferencePerplexity(int bits) throws Exception {
+        QuantizedModel qm = QuantizedModel.rtn(ckpt, spec(bits), List.of());
+        Path out = tmp.resolve(bits + "nbits-int8-activations");
+        DecoderExporter.export(ckpt, out, ExportOptions.dynamic(), new MatMulNBitsFormat(qm, MatMulNBitsFormat.INT8_ACTIVATIONS), Progress.NONE);
+        dev.hexforge.onnx.proto.Onnx.ModelProto m;
+        try (var in = java.nio.file.Files.newInputStream(out.resolve("onnx/model.onnx"))) {
+            m = dev.hexforge.onnx.proto.Onnx.ModelProto.parseFrom(in);
+        }
+        List<Long> levels = m.getGraph().getNodeList().stream().filter(n -> n.getOpType().equals("MatMulNBits"))
+                .map(n -> n.getAttributeList().stream().filter(a -> a.getName().equals("accuracy_level")).findFirst().orElseThrow().getI())
+                .distinct().toList();
+        assertEquals(List.of(4L), levels);
+        double expected = ppl.path(key(bits)).path("eval.txt").path("perplexity").asDouble();
+        try (CausalLm lm = OnnxLm.open(out, 2)) {
+            double got = Perplexity.evaluate(lm, evalIds, 128, null).perplexity();
+            assertTrue(Math.abs(got / expected - 1) < 0.01, "int" + bits + " with int8 activations: perplexity " + got + " vs " + expected);
+        }
+    }
+
+    @ParameterizedTest
     @CsvSource({"8,qdq,dynamic", "4,qdq,dynamic", "8,qdq,static", "4,qdq,static",
             "8,matmulnbits,dynamic", "4,matmulnbits,dynamic"})
     void quantizedExportMatchesReferencePerplexityAndFakeQuantGreedy(int bits, String format, String variant) {
         QuantizedModel qm = QuantizedModel.rtn(ckpt, spec(bits), List.of());
-        LinearFormat f = format.equals("qdq") ? new QdqFormat(qm) : new MatMulNBitsFormat(qm);
+        LinearFormat f = format.equals("qdq") ? new QdqFormat(qm) : new MatMulNBitsFormat(qm, MatMulNBitsFormat.EXACT);
         ExportOptions opt = variant.equals("static") ? ExportOptions.staticShapes(128, 512) : ExportOptions.dynamic();
         Path out = tmp.resolve(bits + format + variant);
         DecoderExporter.export(ckpt, out, opt, f, Progress.NONE);
@@ -150,9 +171,9 @@ class QuantizedExportTest {
     @Test
     void matMulNBitsRefusesWhatItCannotRun() {
         QuantizedModel three = QuantizedModel.rtn(ckpt, new QuantSpec(3, 128, false), List.of());
-        assertThrows(QuantizationException.class, () -> new MatMulNBitsFormat(three));
+        assertThrows(QuantizationException.class, () -> new MatMulNBitsFormat(three, MatMulNBitsFormat.EXACT));
         QuantizedModel odd = QuantizedModel.rtn(ckpt, new QuantSpec(4, 96, false), List.of());
-        QuantizationException e = assertThrows(QuantizationException.class, () -> new MatMulNBitsFormat(odd));
+        QuantizationException e = assertThrows(QuantizationException.class, () -> new MatMulNBitsFormat(odd, MatMulNBitsFormat.EXACT));
         assertTrue(e.getMessage().contains("16, 32, 64, 128 or 256"), e.getMessage());
     }
 }

@@ -62,7 +62,7 @@ class ExportWorker extends StageWorker {
             if (QuantizedCheckpoint.isQuantized(model)) {
                 QuantizedModel qm = QuantizedCheckpoint.read(ckpt);
                 boolean nbits = spec.quantize().format().equals("matmulnbits");
-                format = nbits ? new MatMulNBitsFormat(qm) : new QdqFormat(qm);
+                format = nbits ? new MatMulNBitsFormat(qm, spec.quantize().accuracyLevel()) : new QdqFormat(qm);
                 kind += nbits ? "-matmulnbits" : "-qdq";
             }
             ExportInfo info = DecoderExporter.export(ckpt, out, new ExportOptions(v, e.seq(), e.ctx(), e.opset()), format,

@@ -87,6 +87,7 @@ class QuantizeWorker extends StageWorker {
         return new QuantizeOptions(q.method(), new QuantSpec(q.bits(), q.group(), q.symmetric() || q.bits() == 8 && q.group() == 0),
                 q.keep(), "checkpoint", ExportOptions.dynamic(),
                 new QuantizeOptions.Calibration(calib, q.calibrationSamples(), q.calibrationLength(), 0),
-                Gptq.Options.defaults(), BundledData.evalText(work()), 128, q.maxDeltaPpl(), q.auto().maxExtraBytesPercent());
+                Gptq.Options.defaults(), BundledData.evalText(work()), 128, q.maxDeltaPpl(), q.auto().maxExtraBytesPercent(),
+                q.accuracyLevel());
     }
 }

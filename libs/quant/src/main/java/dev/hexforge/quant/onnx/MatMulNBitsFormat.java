@@ -25,6 +25,11 @@ import java.util.function.Function;
  * [out, blocks, block * bits / 8] unsigned bytes; a symmetric spec is stored offset by 2^(bits-1), which is also
  * the operator's default zero point. ONNX Runtime takes blocks of 16 to 256, so a per-channel spec is written as
  * blocks of 128 that all carry the row's scale (exact: the same values, the same scale).
+ * <p>
+ * The node's {@code accuracy_level} picks ONNX Runtime's compute: {@link #INT8_ACTIVATIONS} (4) quantizes each
+ * activation block to int8 and runs integer dot products (the CPU fast path: decode reads the packed weights once,
+ * instead of dequantizing them to float each step), {@link #EXACT} (0) computes in float32 and matches the
+ * fake-quantized reference bit for bit.
  */
 public final class MatMulNBitsFormat extends QuantizedLinearFormat {
     public static final String DOMAIN = "com.microsoft";
@@ -32,8 +37,17 @@ public final class MatMulNBitsFormat extends QuantizedLinearFormat {
     /** Block used for per-channel specs: every block of a row repeats the row's one scale. */
     static final int PER_CHANNEL_BLOCK = 128;
 
-    public MatMulNBitsFormat(QuantizedModel model) {
+    public static final int EXACT = 0;
+    public static final int INT8_ACTIVATIONS = 4;
+    private final int accuracyLevel;
+
+    /** @param accuracyLevel ONNX Runtime's MatMulNBits accuracy level: 0 (float32, exact) to 4 (int8 activations) */
+    public MatMulNBitsFormat(QuantizedModel model, int accuracyLevel) {
         super(model);
+        if (accuracyLevel < 0 || accuracyLevel > 4) {
+            throw new QuantizationException("MatMulNBits accuracy level is 0 to 4 (4: int8 activations, 0: float32), not " + accuracyLevel);
+        }
+        this.accuracyLevel = accuracyLevel;
         QuantSpec s = model.spec();
         if (s.bits() != 4 && s.bits() != 8) {
             throw new QuantizationException("MatMulNBits takes 4 or 8 bits, not " + s.bits() + "; use --format qdq for other widths");
@@ -127,6 +141,6 @@ public final class MatMulNBitsFormat extends QuantizedLinearFormat {
         }
         return g.opIn(DOMAIN, scope, "MatMulNBits", in, 1,
                 Attr.i("K", q.in()), Attr.i("N", q.out()), Attr.i("bits", model.spec().bits()),
-                Attr.i("block_size", blockSize(q)), Attr.i("accuracy_level", 0))[0];
+                Attr.i("block_size", blockSize(q)), Attr.i("accuracy_level", accuracyLevel))[0];
     }
 }
