@@ -27,6 +27,8 @@ import java.util.SplittableRandom;
 public final class OrtBackend implements Backend {
     public static final String CPU = "ort-cpu";
     public static final String QNN = "ort-qnn";
+    /** Timed prefill + decode runs after one warm-up; the median of each is reported (single runs vary by ±25% here). */
+    static final int TIMED_RUNS = 3;
     private final String name;
     private final int threads;
     private final dev.hexforge.compile.Soc soc;
@@ -51,6 +53,12 @@ public final class OrtBackend implements Backend {
             throw new IllegalStateException("this ONNX Runtime build (" + OrtSessions.runtimeVersion() + ") has no QNN execution provider");
         }
         return new OrtBackend(QNN, threads, soc == null ? null : dev.hexforge.compile.Soc.find(soc).orElse(null));
+    }
+
+    private static double median(double[] v) {
+        double[] c = v.clone();
+        java.util.Arrays.sort(c);
+        return c[c.length / 2];
     }
 
     public static boolean qnnAvailable() {
@@ -78,18 +86,22 @@ public final class OrtBackend implements Backend {
                 warm.append(prompt);
                 warm.append(new int[]{5});
             }
-            double ttft;
-            double decode;
-            try (DecodeSession s = lm.start(len + newTokens)) {
-                long a = System.nanoTime();
-                Accuracy.argmax(s.append(prompt), lm.vocabSize());
-                ttft = (System.nanoTime() - a) / 1e9;
-                long b = System.nanoTime();
-                for (int i = 0; i < newTokens; i++) {
-                    s.append(new int[]{7 + i});
+            double[] ttfts = new double[TIMED_RUNS];
+            double[] decodes = new double[TIMED_RUNS];
+            for (int run = 0; run < TIMED_RUNS; run++) {
+                try (DecodeSession s = lm.start(len + newTokens)) {
+                    long a = System.nanoTime();
+                    Accuracy.argmax(s.append(prompt), lm.vocabSize());
+                    ttfts[run] = (System.nanoTime() - a) / 1e9;
+                    long b = System.nanoTime();
+                    for (int i = 0; i < newTokens; i++) {
+                        s.append(new int[]{7 + i});
+                    }
+                    decodes[run] = (System.nanoTime() - b) / 1e9;
                 }
-                decode = (System.nanoTime() - b) / 1e9;
             }
+            double ttft = median(ttfts);
+            double decode = median(decodes);
             Double agreement = null;
             Double ppl = null;
             Double refPpl = null;
