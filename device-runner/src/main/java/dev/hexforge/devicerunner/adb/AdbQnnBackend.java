@@ -265,6 +265,11 @@ public final class AdbQnnBackend implements Backend {
 
     private static String graphFile(JsonNode manifest, String graph) {
         String f = manifest.path("graphs").path(graph).path("file").asText(null);
+        if (f == null && manifest.path("graphs").has(graph + ".0")) {
+            throw new IllegalArgumentException("this bundle's graphs are split into parts (the model exceeds one HTP graph); adb-qnn "
+                    + "runs single-graph bundles, since qnn-net-run cannot hand hidden states from one context to the next: "
+                    + "benchmark it with ort-qnn");
+        }
         if (f == null) {
             throw new IllegalArgumentException("the bundle's manifest names no " + graph + " graph: the static export has prompt and token graphs");
         }

@@ -21,7 +21,9 @@ import java.util.Map;
  * token graphs with their weights and tokenizer, a {@code genai_config.json} in the decoder-pipeline form with the QNN
  * provider options (CPU fallback disabled, so an op that would leave the NPU fails loudly), and a
  * {@code manifest.json} naming the target, graphs, quantization and tool versions. Every graph passes the QNN
- * pre-flight first; a graph over the 2 GB per-graph NPU limit is refused (splitting into parts is not built yet).
+ * pre-flight first. A model too big for one NPU graph arrives already split by the export into parts
+ * ({@code prompt.0}, {@code prompt.1}... under the 2 GB per-graph limit): they become the stages of the decoder
+ * pipeline in order, each feeding its hidden states to the next.
  */
 public final class OrtQnnBundler {
     public static final String TARGET = "ort-qnn";
@@ -52,7 +54,7 @@ public final class OrtQnnBundler {
             if (!r.clean()) {
                 boolean tooBig = r.weightBytes() > r.weightLimitBytes();
                 throw new CompileException("the " + g.getKey() + " graph cannot run on the HTP: " + String.join("; ", r.problems()),
-                        tooBig ? "splitting a model into parts is not supported yet: quantize to 4 bits or export a smaller model"
+                        tooBig ? "export it again with this version: the static export splits graphs over the limit into parts"
                                 : "export with the static variant and a QDQ quantization (quantize.format: qdq)");
             }
             io.put(g.getKey(), GraphIo.read(graph));
@@ -98,8 +100,9 @@ public final class OrtQnnBundler {
             io.get(g.getKey()).inputs().forEach(t -> in.add(t.name()));
             ArrayNode outs = stage.putArray("outputs");
             io.get(g.getKey()).outputs().forEach(t -> outs.add(t.name()));
-            stage.put("run_on_prompt", g.getKey().equals("prompt"));
-            stage.put("run_on_token_gen", !g.getKey().equals("prompt"));
+            boolean prompt = g.getKey().equals("prompt") || g.getKey().startsWith("prompt.");
+            stage.put("run_on_prompt", prompt);
+            stage.put("run_on_token_gen", !prompt);
         }
         ObjectNode search = root.putObject("search");
         search.put("max_length", info.contextLength());

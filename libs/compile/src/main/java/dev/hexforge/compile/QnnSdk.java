@@ -86,7 +86,8 @@ public final class QnnSdk {
             Files.createDirectories(out);
             Path encodings = export.resolve("encodings.json");
             for (Map.Entry<String, String> g : info.graphs().entrySet()) {
-                String name = g.getKey();
+                String role = g.getKey();
+                String name = role.replace('.', '_'); // a graph and library name is a C identifier
                 Path dir = Files.createDirectories(work.resolve(name));
                 GraphIo io = GraphIo.read(export.resolve(g.getValue()));
                 List<String> conv = new ArrayList<>(List.of(tool(root, "qnn-onnx-converter").toString(),
@@ -108,7 +109,7 @@ public final class QnnSdk {
                         "-b", dir.resolve(name + ".bin").toString(), "-t", triple, "-o", dir.resolve("lib").toString()), dir,
                         "qnn-model-lib-generator (" + name + ")");
                 Path lib = expect(dir.resolve("lib").resolve(triple).resolve("lib" + name + ".so"), "qnn-model-lib-generator");
-                ObjectNode gj = graphs.putObject(name);
+                ObjectNode gj = graphs.putObject(role);
                 if (target.equals(MODEL_LIB)) {
                     Files.copy(lib, out.resolve(lib.getFileName()));
                     gj.put("file", lib.getFileName().toString());

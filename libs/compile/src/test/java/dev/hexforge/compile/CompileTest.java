@@ -95,6 +95,44 @@ class CompileTest {
     }
 
     @Test
+    void aModelSplitIntoPartsBecomesADecoderPipelineAndOneContextPerPart() throws Exception {
+        Path split = tmp.resolve("split-export");
+        try (Checkpoint ckpt = Checkpoint.open(Fixtures.qwen2Tiny())) {
+            DecoderExporter.export(ckpt, split, new ExportOptions(dev.hexforge.onnx.export.Variant.STATIC, 64, 256, 17, 2_000_000),
+                    new QdqFormat(qm), Progress.NONE);
+        }
+        Path out = tmp.resolve("split-bundle");
+        ObjectNode manifest = OrtQnnBundler.build(split, out, CompileOptions.of("SM8650", 0));
+        List<String> roles = new java.util.ArrayList<>();
+        manifest.path("graphs").fieldNames().forEachRemaining(roles::add);
+        assertTrue(roles.size() >= 4 && roles.get(0).equals("prompt.0") && roles.contains("token.0"), roles.toString());
+        JsonNode pipeline = new ObjectMapper().readTree(out.resolve(OrtQnnBundler.GENAI_CONFIG).toFile()).at("/model/decoder/pipeline");
+        assertEquals(roles.size(), pipeline.size());
+        JsonNode first = pipeline.get(0).path("prompt.0");
+        JsonNode second = pipeline.get(1).path("prompt.1");
+        assertTrue(first.path("run_on_prompt").asBoolean() && !first.path("run_on_token_gen").asBoolean(), first.toString());
+        assertTrue(first.path("outputs").toString().contains("hidden_states.") && second.path("inputs").toString().contains(
+                first.path("outputs").get(0).asText()), "a part feeds its hidden states to the next: " + pipeline);
+        JsonNode lastToken = pipeline.get(pipeline.size() - 1).elements().next();
+        assertTrue(lastToken.path("run_on_token_gen").asBoolean() && lastToken.path("outputs").toString().contains("logits"), lastToken.toString());
+
+        DecoderForward reference = new DecoderForward(qm.fakeQuantized(base));
+        try (CausalLm lm = OnnxLm.open(out, 1)) {
+            for (JsonNode p : Fixtures.json(Fixtures.reference("reference.json")).path("prompts")) {
+                int[] ids = Fixtures.ints(p.path("input_ids"));
+                if (ids.length + 12 <= 256) {
+                    assertArrayEquals(Generator.generate(reference, ids, Generator.Options.greedy(12), null),
+                            Generator.generate(lm, ids, Generator.Options.greedy(12), null), p.path("name").asText());
+                }
+            }
+        }
+
+        ObjectNode ctx = new QnnSdk(sdk).build(QnnSdk.CONTEXT_BINARY, split, tmp.resolve("split-ctx"), CompileOptions.of("SM8650", 0));
+        assertEquals("prompt_0.bin", ctx.path("graphs").path("prompt.0").path("file").asText());
+        assertTrue(Files.isRegularFile(tmp.resolve("split-ctx").resolve("token_1.bin")));
+    }
+
+    @Test
     void whatTheNpuCannotRunIsRefusedWithTheFix() {
         CompileException dynamic = assertThrows(CompileException.class,
                 () -> OrtQnnBundler.build(dynamicExport, tmp.resolve("no"), CompileOptions.of("SM8650", 0)));

@@ -24,7 +24,9 @@ import java.util.Map;
  * <ul>
  *   <li>dynamic: {@code onnx/model.onnx} plus genai_config.json, config and tokenizer files, loadable by
  *       onnxruntime-genai and transformers.js unchanged;</li>
- *   <li>static: {@code onnx/prompt.onnx} and {@code onnx/token.onnx} sharing the weights file.</li>
+ *   <li>static: {@code onnx/prompt.onnx} and {@code onnx/token.onnx} sharing the weights file; a model whose
+ *       graphs would exceed the per-graph limit is split by layers into {@code prompt_part0.onnx}... and
+ *       {@code token_part0.onnx}... (roles {@code prompt.0}, {@code token.0}...), see {@link GraphParts}.</li>
  * </ul>
  * The folder is built beside the destination and moved into place only when complete.
  */
@@ -78,12 +80,17 @@ public final class DecoderExporter {
                 "hexforge.source", ckpt.dir().getFileName().toString());
         Map<String, String> graphs = new LinkedHashMap<>();
         if (isStatic) {
-            writeModel(DecoderGraph.fixed(c, weights, format, opset, opt.promptLength(), opt.contextLength(), "prompt", meta),
-                    onnxDir.resolve("prompt.onnx"));
-            writeModel(DecoderGraph.fixed(c, weights, format, opset, 1, opt.contextLength(), "token", meta),
-                    onnxDir.resolve("token.onnx"));
-            graphs.put("prompt", "onnx/prompt.onnx");
-            graphs.put("token", "onnx/token.onnx");
+            List<GraphParts.Part> parts = GraphParts.plan(c, weights, opt.maxGraphBytes());
+            for (String kind : List.of("prompt", "token")) {
+                int seq = kind.equals("prompt") ? opt.promptLength() : 1;
+                for (int p = 0; p < parts.size(); p++) {
+                    String role = parts.size() == 1 ? kind : kind + "." + p;
+                    String file = (parts.size() == 1 ? kind : kind + "_part" + p) + ".onnx";
+                    writeModel(DecoderGraph.fixedPart(c, weights, format, opset, seq, opt.contextLength(), role, meta, parts.get(p)),
+                            onnxDir.resolve(file));
+                    graphs.put(role, "onnx/" + file);
+                }
+            }
         } else {
             writeModel(DecoderGraph.dynamic(c, weights, format, opset, meta), onnxDir.resolve("model.onnx"));
             graphs.put("model", "onnx/model.onnx");

@@ -34,6 +34,9 @@ final class DecoderGraph {
     private final boolean isStatic;
     private final int seq;
     private final int context;
+    private final int fromLayer;
+    private final int toLayer;
+    private final boolean last;
 
     private final java.util.Set<String> declared = new java.util.HashSet<>();
     private String batchSeq;   // dynamic: int64 [2] = (batch, seq)
@@ -42,7 +45,7 @@ final class DecoderGraph {
     private String mask;
 
     private DecoderGraph(ModelConfig c, WeightFile weights, LinearFormat format, String name, int opset, boolean isStatic,
-                         int seq, int context) {
+                         int seq, int context, int fromLayer, int toLayer, boolean last) {
         this.c = c;
         this.weights = weights;
         this.format = format;
@@ -51,17 +54,31 @@ final class DecoderGraph {
         this.isStatic = isStatic;
         this.seq = seq;
         this.context = context;
+        this.fromLayer = fromLayer;
+        this.toLayer = toLayer;
+        this.last = last;
     }
 
     static ModelProto dynamic(ModelConfig c, WeightFile weights, LinearFormat format, int opset, Map<String, String> metadata) {
-        DecoderGraph d = new DecoderGraph(c, weights, format, "decoder", opset, false, -1, -1);
+        DecoderGraph d = new DecoderGraph(c, weights, format, "decoder", opset, false, -1, -1, 0, c.numLayers(), true);
         return d.emit(metadata);
     }
 
     /** A static graph of {@code seq} new tokens over {@code context} positions. */
     static ModelProto fixed(ModelConfig c, WeightFile weights, LinearFormat format, int opset, int seq, int context,
                             String name, Map<String, String> metadata) {
-        DecoderGraph d = new DecoderGraph(c, weights, format, name, opset, true, seq, context);
+        return fixedPart(c, weights, format, opset, seq, context, name, metadata, new GraphParts.Part(0, c.numLayers(), true));
+    }
+
+    /**
+     * One part of a static graph split by layers: layers [from, to); the first part starts from the token ids, a later
+     * one from {@code hidden_states.<from>} (the residual stream entering layer {@code from}); the last part ends in
+     * the logits (it may hold the head alone), an earlier one in {@code hidden_states.<to>}. Each part takes the positions, the mask and the past
+     * cache of its own layers, and returns their new cache entries.
+     */
+    static ModelProto fixedPart(ModelConfig c, WeightFile weights, LinearFormat format, int opset, int seq, int context,
+                                String name, Map<String, String> metadata, GraphParts.Part part) {
+        DecoderGraph d = new DecoderGraph(c, weights, format, name, opset, true, seq, context, part.from(), part.to(), part.last());
         return d.emit(metadata);
     }
 
@@ -74,10 +91,12 @@ final class DecoderGraph {
     }
 
     private ModelProto emit(Map<String, String> metadata) {
-        String ids;
+        String ids = null;
         String positions;
+        boolean first = fromLayer == 0;
         if (isStatic) {
-            ids = g.input("input_ids", DataType.INT32, 1L, (long) seq);
+            ids = first ? g.input("input_ids", DataType.INT32, 1L, (long) seq)
+                    : g.input(GraphParts.hidden(fromLayer), DataType.FLOAT, (long) seq, (long) c.hiddenSize());
             positions = g.input("position_ids", DataType.INT32, 1L, (long) seq);
             mask = g.input("attention_mask", DataType.FLOAT, 1L, 1L, (long) seq, (long) context);
         } else {
@@ -89,7 +108,7 @@ final class DecoderGraph {
         }
         long past = isStatic ? context - seq : -1;
         String[][] pastKv = new String[c.numLayers()][2];
-        for (int i = 0; i < c.numLayers(); i++) {
+        for (int i = fromLayer; i < toLayer; i++) {
             for (int kv = 0; kv < 2; kv++) {
                 String n = "past_key_values." + i + (kv == 0 ? ".key" : ".value");
                 pastKv[i][kv] = isStatic
@@ -98,8 +117,13 @@ final class DecoderGraph {
             }
         }
 
-        String embedded = g.op("/model/embed_tokens", "Gather", List.of(w(TensorNames.EMBED), ids));
-        String x = g.op("/model/embed_tokens", "Reshape", embedded, g.constInt64(-1, c.hiddenSize()));
+        String x;
+        if (first) {
+            String embedded = g.op("/model/embed_tokens", "Gather", List.of(w(TensorNames.EMBED), ids));
+            x = g.op("/model/embed_tokens", "Reshape", embedded, g.constInt64(-1, c.hiddenSize()));
+        } else {
+            x = ids;
+        }
 
         String cosTable = w(WeightFile.ROPE_COS);
         String sinTable = w(WeightFile.ROPE_SIN);
@@ -110,8 +134,14 @@ final class DecoderGraph {
             mask = g.op("/model/attn_mask", "Concat", Collections.nCopies(c.groupSize(), mask), Attr.i("axis", 2));
         }
 
-        for (int i = 0; i < c.numLayers(); i++) {
+        for (int i = fromLayer; i < toLayer; i++) {
             x = layer(i, x, pastKv[i]);
+        }
+        if (!last) {
+            g.rename(x, GraphParts.hidden(toLayer));
+            g.output(GraphParts.hidden(toLayer), DataType.FLOAT, (long) seq, (long) c.hiddenSize());
+            presents();
+            return g.build("hexforge", ExportInfo.HEXFORGE_VERSION, metadata);
         }
         String normed = rmsNorm("/model/norm", x, TensorNames.FINAL_NORM);
         String head = c.tieWordEmbeddings() ? TensorNames.EMBED : TensorNames.LM_HEAD;
@@ -124,7 +154,12 @@ final class DecoderGraph {
             g.opNamed("logits", "/lm_head", "Reshape", List.of(logits2d, shape));
             g.output("logits", DataType.FLOAT, "batch_size", "sequence_length", (long) c.vocabSize());
         }
-        for (int i = 0; i < c.numLayers(); i++) {
+        presents();
+        return g.build("hexforge", ExportInfo.HEXFORGE_VERSION, metadata);
+    }
+
+    private void presents() {
+        for (int i = fromLayer; i < toLayer; i++) {
             for (String kind : new String[]{"key", "value"}) {
                 String n = "present." + i + "." + kind;
                 if (isStatic) {
@@ -134,7 +169,6 @@ final class DecoderGraph {
                 }
             }
         }
-        return g.build("hexforge", ExportInfo.HEXFORGE_VERSION, metadata);
     }
 
     /** [batch, 1, seq, total] additive mask: causal over absolute positions, and padding from the 0/1 mask. */

@@ -47,6 +47,24 @@ public record ExportInfo(
         return dir.resolve(rel);
     }
 
+    /**
+     * The roles of one static graph kind ("prompt" or "token") in pipeline order: the graph itself, or its parts
+     * {@code kind.0, kind.1...} when the export was split.
+     */
+    public List<String> roles(String kind) {
+        if (graphs.containsKey(kind)) {
+            return List.of(kind);
+        }
+        List<String> parts = new java.util.ArrayList<>();
+        for (int p = 0; graphs.containsKey(kind + "." + p); p++) {
+            parts.add(kind + "." + p);
+        }
+        if (parts.isEmpty()) {
+            throw new ExportException("export has no '" + kind + "' graph (variant " + variant + ")");
+        }
+        return parts;
+    }
+
     public void write(Path dir) throws IOException {
         JSON.writeValue(dir.resolve(FILE).toFile(), this);
     }

@@ -1,17 +1,26 @@
 package dev.hexforge.onnx.export;
 
 /**
- * @param promptLength tokens per run of the static prompt graph
+ * @param promptLength  tokens per run of the static prompt graph
  * @param contextLength KV positions the static graphs attend over (past + new)
  * @param opset         ONNX opset of the default domain (17 or higher)
+ * @param maxGraphBytes static graphs whose weights would exceed this are split by layers into parts (the NPU's
+ *                      per-graph limit, 2 GB, unless a test asks for less)
  */
-public record ExportOptions(Variant variant, int promptLength, int contextLength, int opset) {
+public record ExportOptions(Variant variant, int promptLength, int contextLength, int opset, long maxGraphBytes) {
     public static final int DEFAULT_PROMPT_LENGTH = 128;
     public static final int DEFAULT_CONTEXT_LENGTH = 512;
     public static final int MAX_CONTEXT_LENGTH = 4096;
     public static final int DEFAULT_OPSET = 17;
 
+    public ExportOptions(Variant variant, int promptLength, int contextLength, int opset) {
+        this(variant, promptLength, contextLength, opset, dev.hexforge.onnx.qnn.QnnPreflight.GRAPH_WEIGHT_LIMIT_BYTES);
+    }
+
     public ExportOptions {
+        if (maxGraphBytes < 1) {
+            throw new IllegalArgumentException("the per-graph weight limit must be positive, got " + maxGraphBytes);
+        }
         if (opset < 17 || opset > 21) {
             throw new IllegalArgumentException("opset must be between 17 and 21, got " + opset);
         }

@@ -11,25 +11,70 @@ import dev.hexforge.onnx.export.ExportInfo;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
  * Runs a static export the way an NPU host does: prompts in chunks through the prompt graph (padded to its length),
  * then one token at a time through the token graph. The host keeps the KV cache in a fixed buffer of
  * {@code contextLength} slots per layer, feeds the first {@code context - seq} slots as past with an additive mask
- * marking which are filled, and appends the new entries each graph returns.
+ * marking which are filled, and appends the new entries each graph returns. A graph split into parts runs as a
+ * pipeline: each part takes the hidden states the one before returned, with its own layers' cache.
  */
 public final class StaticOnnxLm implements CausalLm {
     private final ExportInfo info;
-    private final OrtSession prompt;
-    private final OrtSession token;
+    private final List<Part> prompt;
+    private final List<Part> token;
     private final OrtEnvironment env = OrtEnvironment.getEnvironment();
+
+    /** One graph of a pipeline with the layers whose cache it takes and returns. */
+    private record Part(OrtSession session, int from, int to, boolean first, boolean last) {
+    }
 
     public StaticOnnxLm(Path dir, ExportInfo info, int threads, java.util.Map<String, String> qnn) {
         this.info = info;
-        this.prompt = OrtSessions.open(info.graph(dir, "prompt"), threads, qnn);
-        this.token = OrtSessions.open(info.graph(dir, "token"), threads, qnn);
+        List<Part> p = new ArrayList<>();
+        List<Part> t = new ArrayList<>();
+        try {
+            open(dir, "prompt", threads, qnn, p);
+            open(dir, "token", threads, qnn, t);
+        } catch (RuntimeException e) {
+            p.forEach(x -> closeQuietly(x.session()));
+            t.forEach(x -> closeQuietly(x.session()));
+            throw e;
+        }
+        this.prompt = List.copyOf(p);
+        this.token = List.copyOf(t);
+    }
+
+    private void open(Path dir, String kind, int threads, java.util.Map<String, String> qnn, List<Part> into) {
+        for (String role : info.roles(kind)) {
+            OrtSession s = OrtSessions.open(info.graph(dir, role), threads, qnn);
+            int from = Integer.MAX_VALUE;
+            int to = 0;
+            for (String in : s.getInputNames()) {
+                if (in.startsWith("past_key_values.")) {
+                    int layer = Integer.parseInt(in.split("\\.")[1]);
+                    from = Math.min(from, layer);
+                    to = Math.max(to, layer + 1);
+                }
+            }
+            if (from == Integer.MAX_VALUE) {
+                from = info.numLayers(); // a part with the head only
+                to = from;
+            }
+            into.add(new Part(s, from, to, s.getInputNames().contains("input_ids"), s.getOutputNames().contains("logits")));
+        }
+    }
+
+    private static void closeQuietly(OrtSession s) {
+        try {
+            s.close();
+        } catch (OrtException ignored) {
+            // closing after a failed open
+        }
     }
 
     @Override
@@ -54,8 +99,12 @@ public final class StaticOnnxLm implements CausalLm {
     @Override
     public void close() {
         try {
-            prompt.close();
-            token.close();
+            for (Part p : prompt) {
+                p.session().close();
+            }
+            for (Part p : token) {
+                p.session().close();
+            }
         } catch (OrtException e) {
             throw new OnnxRuntimeException("closing sessions: " + e.getMessage(), e);
         }
@@ -89,39 +138,69 @@ public final class StaticOnnxLm implements CausalLm {
             return out;
         }
 
-        private float[][] run(OrtSession graph, int seq, int[] chunk) {
+        private float[][] run(List<Part> graph, int seq, int[] chunk) {
             int n = chunk.length;
             int past = ctx - seq;
             int[] idBuf = StaticInputs.ids(chunk, seq);
             int[] posBuf = StaticInputs.positions(length, seq, ctx);
             float[] mask = StaticInputs.mask(length, seq, ctx, info.maskNegative());
-            Map<String, OnnxTensor> in = new HashMap<>();
-            try {
-                in.put("input_ids", OnnxTensor.createTensor(env, IntBuffer.wrap(idBuf), new long[]{1, seq}));
-                in.put("position_ids", OnnxTensor.createTensor(env, IntBuffer.wrap(posBuf), new long[]{1, seq}));
-                in.put("attention_mask", OnnxTensor.createTensor(env, FloatBuffer.wrap(mask), new long[]{1, 1, seq, ctx}));
-                long[] pastShape = {1, kvh, past, d};
-                for (int l = 0; l < info.numLayers(); l++) {
-                    in.put("past_key_values." + l + ".key", OnnxTensor.createTensor(env, pastSlots(keys[l], past), pastShape));
-                    in.put("past_key_values." + l + ".value", OnnxTensor.createTensor(env, pastSlots(values[l], past), pastShape));
-                }
-                try (OrtSession.Result r = graph.run(in)) {
-                    FloatBuffer lb = ((OnnxTensor) r.get("logits").orElseThrow()).getFloatBuffer();
-                    float[][] logits = new float[n][info.vocabSize()];
-                    for (int i = 0; i < n; i++) {
-                        lb.get(logits[i]);
+            long[] pastShape = {1, kvh, past, d};
+            OnnxTensor hidden = null;
+            try (OnnxTensor ids = OnnxTensor.createTensor(env, IntBuffer.wrap(idBuf), new long[]{1, seq});
+                 OnnxTensor pos = OnnxTensor.createTensor(env, IntBuffer.wrap(posBuf), new long[]{1, seq});
+                 OnnxTensor maskT = OnnxTensor.createTensor(env, FloatBuffer.wrap(mask), new long[]{1, 1, seq, ctx})) {
+                float[][] logits = null;
+                for (Part part : graph) {
+                    Map<String, OnnxTensor> in = new HashMap<>();
+                    try {
+                        if (part.first()) {
+                            in.put("input_ids", ids);
+                        } else {
+                            in.put(dev.hexforge.onnx.export.GraphParts.hidden(part.from()), hidden);
+                        }
+                        in.put("position_ids", pos);
+                        in.put("attention_mask", maskT);
+                        for (int l = part.from(); l < part.to(); l++) {
+                            in.put("past_key_values." + l + ".key", OnnxTensor.createTensor(env, pastSlots(keys[l], past), pastShape));
+                            in.put("past_key_values." + l + ".value", OnnxTensor.createTensor(env, pastSlots(values[l], past), pastShape));
+                        }
+                        try (OrtSession.Result r = part.session().run(in)) {
+                            if (part.last()) {
+                                FloatBuffer lb = ((OnnxTensor) r.get("logits").orElseThrow()).getFloatBuffer();
+                                logits = new float[n][info.vocabSize()];
+                                for (int i = 0; i < n; i++) {
+                                    lb.get(logits[i]);
+                                }
+                            } else {
+                                String out = dev.hexforge.onnx.export.GraphParts.hidden(part.to());
+                                OnnxTensor h = (OnnxTensor) r.get(out).orElseThrow();
+                                FloatBuffer copy = FloatBuffer.allocate(h.getFloatBuffer().remaining()).put(h.getFloatBuffer()).flip();
+                                if (hidden != null) {
+                                    hidden.close();
+                                }
+                                hidden = OnnxTensor.createTensor(env, copy, h.getInfo().getShape());
+                            }
+                            for (int l = part.from(); l < part.to(); l++) {
+                                append(keys[l], ((OnnxTensor) r.get("present." + l + ".key").orElseThrow()).getFloatBuffer(), seq, n);
+                                append(values[l], ((OnnxTensor) r.get("present." + l + ".value").orElseThrow()).getFloatBuffer(), seq, n);
+                            }
+                        }
+                    } finally {
+                        in.forEach((k, v) -> {
+                            if (k.startsWith("past_key_values.")) {
+                                v.close();
+                            }
+                        });
                     }
-                    for (int l = 0; l < info.numLayers(); l++) {
-                        append(keys[l], ((OnnxTensor) r.get("present." + l + ".key").orElseThrow()).getFloatBuffer(), seq, n);
-                        append(values[l], ((OnnxTensor) r.get("present." + l + ".value").orElseThrow()).getFloatBuffer(), seq, n);
-                    }
-                    length += n;
-                    return logits;
                 }
+                length += n;
+                return logits;
             } catch (OrtException e) {
                 throw new OnnxRuntimeException("ONNX Runtime run failed: " + e.getMessage(), e);
             } finally {
-                in.values().forEach(OnnxTensor::close);
+                if (hidden != null) {
+                    hidden.close();
+                }
             }
         }
 
