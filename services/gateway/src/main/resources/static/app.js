@@ -328,14 +328,17 @@ async function benchmarksPage() {
   const chartEl = h('div', {id: 'benchmark-chart', class: 'chart'});
   view.replaceChildren(h('section', {}, h('h1', {}, 'Benchmarks'), chartEl,
     table(['Model', 'Quantization', 'Target', 'Device', 'Backend', 'Decode tok/s', 'Prefill tok/s', 'TTFT ms', 'Peak memory',
-      'Token agreement', 'Energy/token', 'Roofline efficiency'], rows.map(r => {
+      'Token agreement', 'Perplexity (host)', 'Energy/token', 'Roofline efficiency'], rows.map(r => {
       const x = r.result;
       return h('tr', {'data-job': r.jobId}, h('td', {}, h('a', {href: `#/jobs/${r.jobId}`}, r.job)), h('td', {}, r.quantization),
         h('td', {}, r.target), h('td', {}, r.device), h('td', {}, x.backend), h('td', {}, num(x.decodeTokensPerSecond, 1)),
         h('td', {}, num(x.prefillTokensPerSecond, 1)), h('td', {}, num(x.timeToFirstTokenMs, 1)), h('td', {}, bytes(x.peakRssBytes)),
         h('td', {}, x.tokenAgreement === null || x.tokenAgreement === undefined ? '' : `${(100 * x.tokenAgreement).toFixed(0)}%`),
+        h('td', {title: x.notAvailable?.perplexity || 'on the device, and in brackets on the host'},
+          x.perplexity ? `${num(x.perplexity, 2)} (${num(x.referencePerplexity, 2)})` : 'n/a'),
         h('td', {title: x.notAvailable?.energyPerToken || ''}, x.joulesPerToken ? num(x.joulesPerToken, 3) + ' J' : 'n/a'),
-        h('td', {}, x.efficiency ? `${(100 * x.efficiency).toFixed(0)}%` : ''));
+        h('td', {title: x.bandwidthSource ? `of ${num(x.memoryBandwidthBytesPerSecond / 1e9, 1)} GB/s, ${x.bandwidthSource}` : ''},
+          x.efficiency ? `${(100 * x.efficiency).toFixed(0)}%` : ''));
     }), {id: 'benchmarks'})));
   const xs = rows.map((_, i) => i);
   new uPlot({width: Math.max(280, Math.min(900, view.clientWidth - 32)), height: 260, title: 'Decode and prefill tokens/s',

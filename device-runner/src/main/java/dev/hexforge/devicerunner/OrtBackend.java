@@ -29,6 +29,7 @@ public final class OrtBackend implements Backend {
     public static final String QNN = "ort-qnn";
     /** Timed prefill + decode runs after one warm-up; the median of each is reported (single runs vary by ±25% here). */
     static final int TIMED_RUNS = 3;
+    static final int PROFILED_STEPS = 8;
     private final String name;
     private final int threads;
     private final dev.hexforge.compile.Soc soc;
@@ -127,7 +128,6 @@ public final class OrtBackend implements Backend {
             double bandwidth = soc != null ? soc.memoryBandwidth() : HostBandwidth.measured(threads);
             String bandwidthSource = soc != null ? soc.marketing() + " spec-sheet peak (SoC table)"
                     : "measured (triad, " + threads + " thread" + (threads == 1 ? "" : "s") + ")";
-            notAvailable.put("opTimingsMs", name + ": per-op timings would need ONNX Runtime's profiler on the timed run");
             notAvailable.put("energyPerToken", "the host exposes no power sensor to " + name);
             notAvailable.put("thermalState", "the host exposes no thermal status to " + name);
             Integer offNpu = null;
@@ -138,7 +138,32 @@ public final class OrtBackend implements Backend {
             }
             return new BenchmarkResult(name, "host", bundle.rootDigest(), len, newTokens, load, ttft * 1e3, len / ttft, decodeTps, rss,
                     weights, bandwidth, bandwidthSource, BenchmarkResult.efficiency(decodeTps, weights, bandwidth), agreement, ppl, refPpl,
-                    offNpu, null, null, null, notAvailable);
+                    offNpu, opTimings(bundle.dir(), Math.min(8, len)), null, null, notAvailable);
+        }
+    }
+
+    /**
+     * Time per op type of one decode step, from ONNX Runtime's profiler in a separate short run (a prompt, then
+     * {@value #PROFILED_STEPS} steps), so the profiler's overhead stays out of the timed figures.
+     */
+    private Map<String, Double> opTimings(Path bundle, int promptTokens) {
+        Path profiles = null;
+        try {
+            profiles = Files.createTempDirectory("hexforge-ort-profile");
+            try (CausalLm lm = OnnxLm.open(bundle, threads, name.equals(QNN) ? providerOptions(bundle) : null, profiles);
+                 DecodeSession s = lm.start(promptTokens + PROFILED_STEPS)) {
+                s.append(new SplittableRandom(2).ints(promptTokens, 10, Math.min(1000, lm.vocabSize())).toArray());
+                for (int i = 0; i < PROFILED_STEPS; i++) {
+                    s.append(new int[]{11 + i});
+                }
+            }
+            return dev.hexforge.onnx.runtime.OpProfile.decodeStep(profiles);
+        } catch (IOException e) {
+            throw new UncheckedIOException("profiling " + bundle + ": " + e.getMessage(), e);
+        } finally {
+            if (profiles != null) {
+                dev.hexforge.io.Folders.deleteQuietly(profiles);
+            }
         }
     }
 

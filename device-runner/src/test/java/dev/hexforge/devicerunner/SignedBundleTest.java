@@ -85,6 +85,9 @@ class SignedBundleTest {
                 && r.notAvailable().containsKey("opsOffNpu"), r.toString());
         assertNull(r.joulesPerToken(), "not available, not zero");
         assertNull(r.opsOffNpu());
+        assertTrue(r.opTimingsMs().containsKey("MatMul") && r.opTimingsMs().values().stream().allMatch(ms -> ms > 0)
+                && r.opTimingsMs().values().stream().mapToDouble(Double::doubleValue).sum() < 1e3 / r.decodeTokensPerSecond() * 10,
+                "ONNX Runtime's per-op time of one decode step (profiled, cold: a few times the timed step): " + r.opTimingsMs());
         assertEquals(bundle.rootDigest(), r.bundleRootDigest());
 
         BenchmarkResult bare = OrtBackend.cpu(1).run(bundle, 16, 4, null);

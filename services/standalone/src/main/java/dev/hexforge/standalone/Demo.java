@@ -135,12 +135,15 @@ final class Demo {
                         report.path("htpArch").asInt(), report.path("graphs").properties().stream().map(java.util.Map.Entry::getKey).toList());
             }
             for (JsonNode b : report.path("results")) {
-                System.out.printf("bench    %s on device %s: load %.2f s, TTFT %.1f ms, prefill %.0f tokens/s, decode %.0f tokens/s, "
-                                + "peak RSS %d MB, token agreement with the host reference %.0f%%; not available: %s%n",
+                System.out.printf("bench    %s on device %s: load %.2f s, TTFT %.1f ms, prefill %.0f tokens/s, decode %.0f tokens/s "
+                                + "(%.0f%% of the %.1f GB/s bandwidth limit), peak RSS %d MB, token agreement with the host reference %.0f%%, "
+                                + "perplexity %.2f (host %.2f); not available: %s%n",
                         b.path("backend").asText(), report.path("device").asText(), b.path("loadSeconds").asDouble(),
                         b.path("timeToFirstTokenMs").asDouble(), b.path("prefillTokensPerSecond").asDouble(),
-                        b.path("decodeTokensPerSecond").asDouble(), b.path("peakRssBytes").asLong() >> 20,
-                        b.path("tokenAgreement").asDouble() * 100, b.path("notAvailable").properties().stream()
+                        b.path("decodeTokensPerSecond").asDouble(), b.path("efficiency").asDouble() * 100,
+                        b.path("memoryBandwidthBytesPerSecond").asDouble() / 1e9, b.path("peakRssBytes").asLong() >> 20,
+                        b.path("tokenAgreement").asDouble() * 100, b.path("perplexity").asDouble(),
+                        b.path("referencePerplexity").asDouble(), b.path("notAvailable").properties().stream()
                                 .map(java.util.Map.Entry::getKey).toList());
             }
             if (report.has("evalLoss")) {

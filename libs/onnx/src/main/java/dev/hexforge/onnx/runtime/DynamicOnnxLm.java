@@ -21,9 +21,9 @@ public final class DynamicOnnxLm implements CausalLm {
     private final OrtSession session;
     private final OrtEnvironment env = OrtEnvironment.getEnvironment();
 
-    public DynamicOnnxLm(Path dir, ExportInfo info, int threads, java.util.Map<String, String> qnn) {
+    public DynamicOnnxLm(Path dir, ExportInfo info, int threads, java.util.Map<String, String> qnn, Path profileDir) {
         this.info = info;
-        this.session = OrtSessions.open(info.graph(dir, "model"), threads, qnn);
+        this.session = OrtSessions.open(info.graph(dir, "model"), threads, qnn, profileDir == null ? null : profileDir.resolve("model"));
     }
 
     @Override

@@ -17,10 +17,18 @@ public final class OnnxLm {
 
     /** @param qnn QNN execution provider options, or null for the CPU (see {@link OrtSessions#open(Path, int, Map)}) */
     public static CausalLm open(Path dir, int threads, Map<String, String> qnn) {
+        return open(dir, threads, qnn, null);
+    }
+
+    /**
+     * @param profileDir where each graph's session writes its ONNX Runtime profile ({@code <role>_<time>.json}) when
+     *                   the model is closed, or null for no profiling (see {@link OpProfile})
+     */
+    public static CausalLm open(Path dir, int threads, Map<String, String> qnn, Path profileDir) {
         ExportInfo info = ExportInfo.read(dir);
         return switch (info.variant()) {
-            case DYNAMIC -> new DynamicOnnxLm(dir, info, threads, qnn);
-            case STATIC -> new StaticOnnxLm(dir, info, threads, qnn);
+            case DYNAMIC -> new DynamicOnnxLm(dir, info, threads, qnn, profileDir);
+            case STATIC -> new StaticOnnxLm(dir, info, threads, qnn, profileDir);
         };
     }
 }

@@ -39,6 +39,11 @@ public final class OrtSessions {
      * op the NPU cannot run fails the load instead of running on the CPU; with {@code qnn} null, a CPU session.
      */
     public static OrtSession open(Path model, int threads, Map<String, String> qnn) {
+        return open(model, threads, qnn, null);
+    }
+
+    /** @param profilePrefix where ONNX Runtime writes this session's per-node profile when it closes, or null */
+    public static OrtSession open(Path model, int threads, Map<String, String> qnn, Path profilePrefix) {
         try {
             OrtSession.SessionOptions so = new OrtSession.SessionOptions();
             so.setOptimizationLevel(OrtSession.SessionOptions.OptLevel.ALL_OPT);
@@ -47,6 +52,9 @@ public final class OrtSessions {
                 so.setIntraOpNumThreads(threads);
             }
             so.setInterOpNumThreads(1);
+            if (profilePrefix != null) {
+                so.enableProfiling(profilePrefix.toString());
+            }
             if (qnn != null) {
                 so.addConfigEntry("session.disable_cpu_ep_fallback", "1");
                 so.addQnn(qnn);

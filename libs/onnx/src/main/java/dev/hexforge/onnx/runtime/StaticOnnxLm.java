@@ -33,13 +33,13 @@ public final class StaticOnnxLm implements CausalLm {
     private record Part(OrtSession session, int from, int to, boolean first, boolean last) {
     }
 
-    public StaticOnnxLm(Path dir, ExportInfo info, int threads, java.util.Map<String, String> qnn) {
+    public StaticOnnxLm(Path dir, ExportInfo info, int threads, java.util.Map<String, String> qnn, Path profileDir) {
         this.info = info;
         List<Part> p = new ArrayList<>();
         List<Part> t = new ArrayList<>();
         try {
-            open(dir, "prompt", threads, qnn, p);
-            open(dir, "token", threads, qnn, t);
+            open(dir, "prompt", threads, qnn, profileDir, p);
+            open(dir, "token", threads, qnn, profileDir, t);
         } catch (RuntimeException e) {
             p.forEach(x -> closeQuietly(x.session()));
             t.forEach(x -> closeQuietly(x.session()));
@@ -49,9 +49,9 @@ public final class StaticOnnxLm implements CausalLm {
         this.token = List.copyOf(t);
     }
 
-    private void open(Path dir, String kind, int threads, java.util.Map<String, String> qnn, List<Part> into) {
+    private void open(Path dir, String kind, int threads, java.util.Map<String, String> qnn, Path profileDir, List<Part> into) {
         for (String role : info.roles(kind)) {
-            OrtSession s = OrtSessions.open(info.graph(dir, role), threads, qnn);
+            OrtSession s = OrtSessions.open(info.graph(dir, role), threads, qnn, profileDir == null ? null : profileDir.resolve(role));
             int from = Integer.MAX_VALUE;
             int to = 0;
             for (String in : s.getInputNames()) {
