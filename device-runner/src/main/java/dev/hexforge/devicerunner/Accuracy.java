@@ -17,37 +17,11 @@ final class Accuracy {
     static double agreement(CausalLm lm, DeviceReference ref) {
         int[] seq = ref.teacherForcedSequence();
         try (DecodeSession s = lm.start(seq.length)) {
-            return agreement(s.appendAll(seq), ref, lm.vocabSize());
+            return ref.agreement(s.appendAll(seq), lm.vocabSize());
         }
-    }
-
-    /** The same from the logits of every position of {@link DeviceReference#teacherForcedSequence()}. */
-    static double agreement(float[][] logits, DeviceReference ref, int vocab) {
-        int n = ref.continuation().length;
-        if (n == 0) {
-            return 1.0;
-        }
-        int same = 0;
-        for (int i = 0; i < n; i++) {
-            if (argmax(logits[ref.prompt().length - 1 + i], vocab) == ref.continuation()[i]) {
-                same++;
-            }
-        }
-        return (double) same / n;
     }
 
     static double perplexity(CausalLm lm, DeviceReference ref) {
         return Perplexity.evaluate(lm, ref.perplexityIds(), ref.perplexityWindow(), null).perplexity();
-    }
-
-    static int argmax(float[] logits, int vocab) {
-        int off = logits.length - vocab;
-        int best = 0;
-        for (int i = 1; i < vocab; i++) {
-            if (logits[off + i] > logits[off + best]) {
-                best = i;
-            }
-        }
-        return best;
     }
 }

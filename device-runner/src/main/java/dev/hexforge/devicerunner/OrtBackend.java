@@ -92,7 +92,7 @@ public final class OrtBackend implements Backend {
             for (int run = 0; run < TIMED_RUNS; run++) {
                 try (DecodeSession s = lm.start(len + newTokens)) {
                     long a = System.nanoTime();
-                    Accuracy.argmax(s.append(prompt), lm.vocabSize());
+                    DeviceReference.argmax(s.append(prompt), lm.vocabSize());
                     ttfts[run] = (System.nanoTime() - a) / 1e9;
                     long b = System.nanoTime();
                     for (int i = 0; i < newTokens; i++) {

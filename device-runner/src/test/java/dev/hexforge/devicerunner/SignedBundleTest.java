@@ -97,6 +97,20 @@ class SignedBundleTest {
     }
 
     @Test
+    void theQnnExecutionProviderIsOfferedOnlyWhereTheNativeRuntimeHasIt() {
+        List<String> backends = DeviceProfile.host(1, null).backends().stream().map(Backend::name).toList();
+        if (OrtBackend.qnnAvailable()) {
+            assertEquals(List.of("ort-cpu", "ort-qnn"), backends);
+        } else { // this machine: ONNX Runtime's x64 Linux build has no QNN EP
+            assertEquals(List.of("ort-cpu"), backends, "never assumed");
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> OrtBackend.qnn(1, "SM8650"));
+            assertTrue(e.getMessage().contains("no QNN execution provider"), e.getMessage());
+        }
+        assertEquals("SM8650", DeviceProfile.host(1, "SM8650").soc());
+        assertEquals(75, DeviceProfile.host(1, "SM8650").htpArch());
+    }
+
+    @Test
     void aTamperedUnsignedOrForeignBundleIsRefusedBeforeLoading() throws Exception {
         Path tampered = copy("tampered");
         try (RandomAccessFile f = new RandomAccessFile(tampered.resolve("onnx/model.onnx_data").toFile(), "rw")) {

@@ -105,7 +105,7 @@ public final class AdbQnnBackend implements Backend {
             Double ppl = null;
             int line = 0;
             if (plan.agreement) {
-                agreement = agreementOf(pullLogits(remote, stage, line++, info), reference, info.vocabSize());
+                agreement = reference.agreement(pullLogits(remote, stage, line++, info), info.vocabSize());
             }
             if (plan.windows > 0) {
                 double nll = 0;
@@ -322,24 +322,6 @@ public final class AdbQnnBackend implements Backend {
             fb.get(row);
         }
         return rows;
-    }
-
-    private static double agreementOf(float[][] logits, DeviceReference ref, int vocab) {
-        int n = ref.continuation().length;
-        int same = 0;
-        for (int i = 0; i < n; i++) {
-            float[] row = logits[ref.prompt().length - 1 + i];
-            int best = 0;
-            for (int v = 1; v < vocab; v++) {
-                if (row[v] > row[best]) {
-                    best = v;
-                }
-            }
-            if (best == ref.continuation()[i]) {
-                same++;
-            }
-        }
-        return n == 0 ? 1.0 : (double) same / n;
     }
 
     private Long peak(String remote) {

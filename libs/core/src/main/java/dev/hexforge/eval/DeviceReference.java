@@ -81,6 +81,36 @@ public record DeviceReference(int[] prompt, int[] continuation, int[] perplexity
         return seq;
     }
 
+    /**
+     * Share of the continuation that the greedy choice of these logits repeats; {@code logits} are a model's rows for
+     * {@link #teacherForcedSequence()} (at least its length), each ending in the vocabulary's scores.
+     */
+    public double agreement(float[][] logits, int vocab) {
+        int n = continuation.length;
+        if (n == 0) {
+            return 1.0;
+        }
+        int same = 0;
+        for (int i = 0; i < n; i++) {
+            if (argmax(logits[prompt.length - 1 + i], vocab) == continuation[i]) {
+                same++;
+            }
+        }
+        return (double) same / n;
+    }
+
+    /** The index of the largest of the last {@code vocab} values. */
+    public static int argmax(float[] logits, int vocab) {
+        int off = logits.length - vocab;
+        int best = 0;
+        for (int i = 1; i < vocab; i++) {
+            if (logits[off + i] > logits[off + best]) {
+                best = i;
+            }
+        }
+        return best;
+    }
+
     /** Whether this reference carries a text to score (window of at least two tokens). */
     public boolean hasPerplexity() {
         return perplexityWindow >= 2 && perplexityIds.length >= perplexityWindow;
