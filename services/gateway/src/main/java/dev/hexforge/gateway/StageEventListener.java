@@ -25,7 +25,7 @@ class StageEventListener {
         this.repo = repo;
     }
 
-    @KafkaListener(topics = Topics.STAGE_EVENTS, groupId = "hexforge-gateway")
+    @KafkaListener(topics = Topics.STAGE_EVENTS, groupId = "hexforge-gateway", concurrency = "${hexforge.event-consumers:4}")
     void onEvent(String payload) {
         StageEvents.Event e;
         try {
