@@ -291,7 +291,14 @@ public final class AdbQnnBackend implements Backend {
     private QnnProfile profile(String remote, String graph, Path stage) throws IOException {
         String log = adb.shell(phone.serial(), "cat " + remote + "/" + graph + ".log 2>/dev/null; true", 60);
         Path local = stage.resolve(graph + "-profile.log");
-        adb.pull(phone.serial(), remote + "/out_" + graph + "/qnn-profiling-data_0.log", local);
+        // qnn-profiling-data.log, or qnn-profiling-data_0.log from newer SDKs
+        String written = adb.shell(phone.serial(), "ls " + remote + "/out_" + graph + "/ | grep '^qnn-profiling-data.*[.]log$' | head -n 1; true",
+                60).strip();
+        if (written.isEmpty()) {
+            throw new AdbException("qnn-net-run wrote no profiling log for the " + graph + " graph (run with --profiling_level basic); it printed: "
+                    + log.strip());
+        }
+        adb.pull(phone.serial(), remote + "/out_" + graph + "/" + written, local);
         List<String> cmd = List.of(sdk.resolve("bin/x86_64-linux-clang/qnn-profile-viewer").toString(), "--input_log", local.toString());
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);

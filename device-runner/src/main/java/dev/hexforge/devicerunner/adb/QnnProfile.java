@@ -6,7 +6,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * What {@code qnn-profile-viewer --input_log qnn-profiling-data_0.log} prints for a {@code --profiling_level basic}
+ * What {@code qnn-profile-viewer --input_log qnn-profiling-data.log} prints for a {@code --profiling_level basic}
  * run, read back: the init (context load) time, the average execute time of one inference, and the backend's own
  * breakdown of an execute (accelerator time, RPC time...), all in microseconds as the viewer prints them.
  */

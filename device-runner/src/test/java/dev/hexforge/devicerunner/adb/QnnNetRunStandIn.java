@@ -28,7 +28,7 @@ import java.util.Map;
  * the QNN converter writes them) with float32 raw files of the input's exact size, {@code --output_dir},
  * {@code --profiling_level}. The context binary it retrieves is a stand-in too: a JSON naming the ONNX graph it was
  * "compiled" from, which this double runs with ONNX Runtime (CPU) so the outputs are real; it writes
- * {@code Result_N/<output>.raw} (float32) and {@code qnn-profiling-data_0.log} (measured times, key=value) where the
+ * {@code Result_N/<output>.raw} (float32) and {@code qnn-profiling-data.log} (measured times, key=value) where the
  * real tool writes them. A context with {@code "fail": "TEXT"} makes it fail printing TEXT, as the real one prints errors.
  */
 public final class QnnNetRunStandIn {
@@ -128,7 +128,7 @@ public final class QnnNetRunStandIn {
                 feed.values().forEach(OnnxTensor::close);
             }
             double avg = executeUs / lines.size();
-            Files.writeString(out.resolve("qnn-profiling-data_0.log"), "graph=" + context.path("graph").asText() + "\ninit_us="
+            Files.writeString(out.resolve("qnn-profiling-data.log"), "graph=" + context.path("graph").asText() + "\ninit_us="
                     + Math.round(initUs) + "\nexecute_us=" + Math.round(avg) + "\nrpc_us=" + Math.round(avg * 0.98) + "\naccel_us="
                     + Math.round(avg * 0.9) + "\n");
         }
