@@ -70,6 +70,7 @@ public final class AdbQnnBackend implements Backend {
             throw new IllegalArgumentException("the bundle's context binaries were built for " + builtFor + " but " + phone.describe()
                     + " is " + phone.soc() + " (QNN would fail with error 5000): compile with compile.soc: " + phone.soc());
         }
+        Map<String, String> graphFiles = Map.of("prompt", graphFile(manifest, "prompt"), "token", graphFile(manifest, "token"));
         ExportInfo info = ExportInfo.read(bundle.dir());
         Map<String, String> notAvailable = new LinkedHashMap<>();
         String remote = REMOTE_BASE + bundle.dir().getFileName().toString().replaceAll("[^A-Za-z0-9._-]", "_");
@@ -84,7 +85,7 @@ public final class AdbQnnBackend implements Backend {
                 adb.push(phone.serial(), f, remote + "/" + f.getFileName());
             }
             for (String g : List.of("prompt", "token")) {
-                adb.push(phone.serial(), bundle.dir().resolve(graphFile(manifest, g)), remote + "/" + g + ".bin");
+                adb.push(phone.serial(), bundle.dir().resolve(graphFiles.get(g)), remote + "/" + g + ".bin");
             }
             try (var files = Files.list(stage)) {
                 for (Path f : files.toList()) {
@@ -126,7 +127,7 @@ public final class AdbQnnBackend implements Backend {
             }
             double decodeTps = 1e6 / token.executeMicros();
             Double joules = energyPerToken(remote, batteryStatus, token.executeMicros() / 1e6, notAvailable);
-            long weights = Files.size(bundle.dir().resolve(graphFile(manifest, "token")));
+            long weights = Files.size(bundle.dir().resolve(graphFiles.get("token")));
             Soc soc = phone.knownSoc().orElse(null);
             Double bandwidth = soc == null || soc.memoryBandwidth() <= 0 ? null : soc.memoryBandwidth();
             if (bandwidth == null) {

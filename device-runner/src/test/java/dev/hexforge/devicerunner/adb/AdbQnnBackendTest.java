@@ -150,7 +150,7 @@ class AdbQnnBackendTest {
     }
 
     @Test
-    void aBundleForAnotherSocOrTargetIsRefusedAndAQnnFailureIsExplained() throws Exception {
+    void aBundleForAnotherSocTargetOrSplitIntoPartsIsRefusedAndAQnnFailureIsExplained() throws Exception {
         AdbQnnBackend backend = new AdbQnnBackend(adb, Phone.read(adb, PHONE), sdk);
         IllegalArgumentException soc = assertThrows(IllegalArgumentException.class,
                 () -> backend.run(bundle("task-2", "SM8550", null), 64, 4, reference));
@@ -161,6 +161,19 @@ class AdbQnnBackendTest {
         assertTrue(oom.getMessage().contains("ran out of memory") && oom.getMessage().contains("split the model"), oom.getMessage());
         assertEquals(List.of(), List.of(Files.list(phones.resolve(PHONE + "/fs/data/local/tmp/hexforge")).toArray()),
                 "a failed run is cleaned up too");
+
+        SignedBundle whole = bundle("task-4", "SM8650", null);
+        ObjectNode m = (ObjectNode) new ObjectMapper().readTree(whole.dir().resolve("manifest.json").toFile());
+        ObjectNode parts = m.putObject("graphs");
+        for (String role : List.of("prompt.0", "prompt.1", "token.0", "token.1")) {
+            parts.putObject(role).put("file", role.replace('.', '_') + ".bin");
+        }
+        Files.writeString(whole.dir().resolve("manifest.json"), new ObjectMapper().writeValueAsString(m));
+        Files.delete(whole.dir().resolve("model.sig"));
+        ModelSignature.sign(whole.dir(), keys.getPrivate(), whole.dir().resolve("model.sig"), List.of());
+        IllegalArgumentException split = assertThrows(IllegalArgumentException.class,
+                () -> backend.run(SignedBundle.verify(whole.dir(), keys.getPublic()), 64, 4, reference));
+        assertTrue(split.getMessage().contains("split into parts") && split.getMessage().contains("ort-qnn"), split.getMessage());
 
         Path plain = tmp.resolve("plain");
         Files.createDirectories(plain);
