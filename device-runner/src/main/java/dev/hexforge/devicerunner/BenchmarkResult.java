@@ -24,6 +24,13 @@ public record BenchmarkResult(String backend, String device, String bundleRootDi
                               Map<String, Double> opTimingsMs, Double joulesPerToken, String thermalState,
                               Map<String, String> notAvailable) {
 
+    BenchmarkResult withOpTimings(Map<String, Double> timings) {
+        return new BenchmarkResult(backend, device, bundleRootDigest, promptLength, newTokens, loadSeconds, timeToFirstTokenMs,
+                prefillTokensPerSecond, decodeTokensPerSecond, peakRssBytes, weightBytesPerToken, memoryBandwidthBytesPerSecond,
+                bandwidthSource, efficiency, tokenAgreement, perplexity, referencePerplexity, opsOffNpu, timings, joulesPerToken,
+                thermalState, notAvailable);
+    }
+
     /** Decode tokens/s as a share of what the bandwidth allows for this many weight bytes a token, or null. */
     static Double efficiency(double decodeTokensPerSecond, long weightBytesPerToken, Double bandwidth) {
         return bandwidth == null || bandwidth <= 0 ? null : decodeTokensPerSecond * weightBytesPerToken / bandwidth;
