@@ -32,7 +32,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
-import java.util.stream.IntStream;
 
 @Command(name = "bench", mixinStandardHelpOptions = true, description = "Benchmarks that print figures.",
         subcommands = {BenchCommand.Export.class, BenchCommand.Generate.class, BenchCommand.Quantize.class,
@@ -185,19 +184,13 @@ final class BenchCommand implements Runnable {
         }
     }
 
-    /** Best of several triad passes (a = b + s*c) over arrays far larger than the caches. */
     /**
      * Bytes of weights a decode step reads: the export's weight file, or for a Hugging Face folder every decoder
      * tensor as float32 (the Java forward holds them so). A tied embedding is read once, as the head.
      */
     static long weightBytesPerToken(Path model) {
-        Path data = model.resolve("onnx/model.onnx_data");
-        try {
-            if (ExportInfo.isExport(model) && Files.isRegularFile(data)) {
-                return Files.size(data);
-            }
-        } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
+        if (ExportInfo.isExport(model)) {
+            return ExportInfo.read(model).weightBytes(model);
         }
         try (Checkpoint ckpt = Checkpoint.open(model)) {
             return floatBytes(ckpt);

@@ -1,8 +1,14 @@
 package dev.hexforge.devicerunner;
 
+import dev.hexforge.compile.QnnSdk;
+import dev.hexforge.compile.Soc;
+import dev.hexforge.devicerunner.adb.Adb;
+import dev.hexforge.devicerunner.adb.AdbQnnBackend;
+import dev.hexforge.devicerunner.adb.Phone;
 import dev.hexforge.onnx.runtime.OrtSessions;
 
 import java.lang.management.ManagementFactory;
+import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -26,16 +32,16 @@ public record DeviceProfile(String name, String soc, Integer htpArch, long ramBy
                 ? os.getTotalMemorySize() : 0;
         Backend cpu = OrtBackend.cpu(threads);
         List<Backend> backends = OrtBackend.qnnAvailable() ? List.of(cpu, OrtBackend.qnn(threads, soc)) : List.of(cpu);
-        dev.hexforge.compile.Soc known = soc == null ? null : dev.hexforge.compile.Soc.find(soc).orElse(null);
+        Soc known = soc == null ? null : Soc.find(soc).orElse(null);
         return new DeviceProfile("host", soc, known == null ? null : known.htpArch(), ram,
                 System.getProperty("os.name") + " " + System.getProperty("os.arch"), null, backends);
     }
 
     /** A phone attached over adb: the adb-qnn backend, with the QNN SDK at {@code sdk} providing the phone's runtime. */
-    public static DeviceProfile phone(dev.hexforge.devicerunner.adb.Adb adb, dev.hexforge.devicerunner.adb.Phone phone, java.nio.file.Path sdk) {
-        return new DeviceProfile(phone.describe(), phone.soc(), phone.knownSoc().map(dev.hexforge.compile.Soc::htpArch).orElse(null),
-                phone.ramBytes(), "Android " + phone.android(), new dev.hexforge.compile.QnnSdk(sdk).version(),
-                List.of(new dev.hexforge.devicerunner.adb.AdbQnnBackend(adb, phone, sdk)));
+    public static DeviceProfile phone(Adb adb, Phone phone, Path sdk) {
+        return new DeviceProfile(phone.describe(), phone.soc(), phone.knownSoc().map(Soc::htpArch).orElse(null),
+                phone.ramBytes(), "Android " + phone.android(), new QnnSdk(sdk).version(),
+                List.of(new AdbQnnBackend(adb, phone, sdk)));
     }
 
     public Backend backend(String name) {

@@ -3,6 +3,8 @@ package dev.hexforge.devicerunner;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.hexforge.client.ArtifactDownloader;
+import dev.hexforge.devicerunner.adb.Adb;
+import dev.hexforge.devicerunner.adb.Phone;
 import dev.hexforge.client.GatewayClient;
 import dev.hexforge.io.Folders;
 import dev.hexforge.signing.Keys;
@@ -14,6 +16,11 @@ import picocli.CommandLine.Parameters;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.PublicKey;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
 import java.util.concurrent.Callable;
 
 /** The device-runner's command line: benchmark a signed bundle folder, or an artifact fetched from the fleet. */
@@ -83,7 +90,7 @@ public final class Main implements Runnable {
             String url = System.getenv().getOrDefault("HEXFORGE_URL", "http://127.0.0.1:8080");
             String token = System.getenv("HEXFORGE_DEVICE_TOKEN");
             Path dir = work != null ? Files.createDirectories(work) : Files.createTempDirectory("hexforge-runner");
-            java.util.List<RunnerLoop> loops = new java.util.ArrayList<>();
+            List<RunnerLoop> loops = new ArrayList<>();
             if (token != null && !token.isBlank()) {
                 loops.add(new RunnerLoop(new GatewayClient(url, token), dir.resolve("host"), DeviceProfile.host(threads, soc)));
             }
@@ -92,12 +99,12 @@ public final class Main implements Runnable {
                 if (sdk == null) {
                     throw new IllegalArgumentException("adb-qnn needs the QNN SDK: set QNN_SDK_ROOT or --qnn-sdk");
                 }
-                java.util.Properties phones = new java.util.Properties();
+                Properties phones = new Properties();
                 try (var in = Files.newBufferedReader(adbTokens)) {
                     phones.load(in);
                 }
-                dev.hexforge.devicerunner.adb.Adb adb = dev.hexforge.devicerunner.adb.Adb.fromEnvironment();
-                java.util.Map<String, dev.hexforge.devicerunner.adb.Adb.Attached> attached = new java.util.HashMap<>();
+                Adb adb = Adb.fromEnvironment();
+                Map<String, Adb.Attached> attached = new HashMap<>();
                 adb.devices().forEach(a -> attached.put(a.serial(), a));
                 for (String serial : phones.stringPropertyNames()) {
                     var a = attached.get(serial);
@@ -105,7 +112,7 @@ public final class Main implements Runnable {
                         throw new IllegalArgumentException("phone " + serial + " from " + adbTokens + " is " + (a == null ? "not attached"
                                 : a.state()) + " (see `hexforge-device-runner phones`)");
                     }
-                    var phone = dev.hexforge.devicerunner.adb.Phone.read(adb, serial);
+                    var phone = Phone.read(adb, serial);
                     loops.add(new RunnerLoop(new GatewayClient(url, phones.getProperty(serial).strip()), dir.resolve(serial),
                             DeviceProfile.phone(adb, phone, sdk)));
                 }
@@ -115,7 +122,7 @@ public final class Main implements Runnable {
                         + "and/or give --adb-tokens");
             }
             System.err.println("hexforge-device-runner: serving " + url + " as " + loops.size() + " device(s) from " + dir);
-            java.util.List<Thread> threadsRunning = new java.util.ArrayList<>();
+            List<Thread> threadsRunning = new ArrayList<>();
             for (RunnerLoop loop : loops) {
                 Files.createDirectories(loop.work());
                 Thread t = new Thread(loop, "hexforge-runner-" + threadsRunning.size());
@@ -134,7 +141,7 @@ public final class Main implements Runnable {
     static final class Phones implements Callable<Integer> {
         @Override
         public Integer call() {
-            dev.hexforge.devicerunner.adb.Adb adb = dev.hexforge.devicerunner.adb.Adb.fromEnvironment();
+            Adb adb = Adb.fromEnvironment();
             var attached = adb.devices();
             if (attached.isEmpty()) {
                 System.out.println("no phones attached (enable USB debugging and connect one; `adb devices` lists them)");
@@ -145,7 +152,7 @@ public final class Main implements Runnable {
                             ? "  (accept the USB debugging prompt on the phone)" : ""));
                     continue;
                 }
-                var p = dev.hexforge.devicerunner.adb.Phone.read(adb, a.serial());
+                var p = Phone.read(adb, a.serial());
                 System.out.println(p.serial() + "  " + p.model() + "  " + (p.soc() == null ? "unknown SoC" : p.soc())
                         + p.knownSoc().map(k -> " (" + k.marketing() + ", HTP v" + k.htpArch() + ")").orElse("")
                         + "  Android " + p.android() + "  " + (p.ramBytes() >> 20) + " MiB");

@@ -3,6 +3,7 @@ package dev.hexforge.devicerunner;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.hexforge.eval.DeviceReference;
+import dev.hexforge.eval.Perplexity;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.DecodeSession;
 import dev.hexforge.onnx.export.ExportInfo;
@@ -54,6 +55,14 @@ public final class OrtBackend implements Backend {
             throw new IllegalStateException("this ONNX Runtime build (" + OrtSessions.runtimeVersion() + ") has no QNN execution provider");
         }
         return new OrtBackend(QNN, threads, soc == null ? null : dev.hexforge.compile.Soc.find(soc).orElse(null));
+    }
+
+    /** Share of the reference continuation predicted greedily, teacher-forced (one miss does not cascade). */
+    private static double agreement(CausalLm lm, DeviceReference ref) {
+        int[] seq = ref.teacherForcedSequence();
+        try (DecodeSession s = lm.start(seq.length)) {
+            return ref.agreement(s.appendAll(seq), lm.vocabSize());
+        }
     }
 
     private static double median(double[] v) {
@@ -116,9 +125,9 @@ public final class OrtBackend implements Backend {
                 notAvailable.put("tokenAgreement", "the bundle has no " + DeviceReference.FILE);
                 notAvailable.put("perplexity", "the bundle has no " + DeviceReference.FILE);
             } else {
-                agreement = Accuracy.agreement(lm, reference);
+                agreement = agreement(lm, reference);
                 if (reference.hasPerplexity()) {
-                    ppl = Accuracy.perplexity(lm, reference);
+                    ppl = Perplexity.evaluate(lm, reference.perplexityIds(), reference.perplexityWindow(), null).perplexity();
                     refPpl = reference.perplexity();
                 } else {
                     notAvailable.put("perplexity", "the bundle's reference has no text to score (exported before references carried one)");
@@ -128,7 +137,7 @@ public final class OrtBackend implements Backend {
             if (rss == null) {
                 notAvailable.put("peakRssBytes", "this OS does not report peak resident memory (/proc/self/status)");
             }
-            long weights = weightBytes(bundle.dir());
+            long weights = ExportInfo.read(bundle.dir()).weightBytes(bundle.dir());
             double decodeTps = newTokens / decode;
             double bandwidth = soc != null ? soc.memoryBandwidth() : HostBandwidth.measured(threads);
             String bandwidthSource = soc != null ? soc.marketing() + " spec-sheet peak (SoC table)"
@@ -206,21 +215,6 @@ public final class OrtBackend implements Backend {
             return null;
         } catch (IOException e) {
             return null;
-        }
-    }
-
-    /** Bytes of weights one decode step reads: the export's largest weight file (the token graph's, for a static export). */
-    static long weightBytes(Path dir) {
-        try (var files = Files.list(dir.resolve("onnx"))) {
-            return files.filter(p -> p.getFileName().toString().endsWith(".onnx_data")).mapToLong(p -> {
-                try {
-                    return Files.size(p);
-                } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                }
-            }).max().orElse(0);
-        } catch (IOException e) {
-            throw new UncheckedIOException("reading " + dir.resolve("onnx") + ": " + e.getMessage(), e);
         }
     }
 }

@@ -113,11 +113,9 @@ public final class AdbQnnBackend implements Backend {
                 long scored = 0;
                 int w = reference.perplexityWindow();
                 for (int k = 0; k < plan.windows; k++) {
-                    float[][] logits = pullLogits(remote, stage, line++, info);
-                    for (int t = 0; t + 1 < w; t++) {
-                        nll += Perplexity.negativeLogLikelihood(logits[t], reference.perplexityIds()[k * w + t + 1]);
-                        scored++;
-                    }
+                    nll += Perplexity.windowNll(pullLogits(remote, stage, line++, info),
+                            java.util.Arrays.copyOfRange(reference.perplexityIds(), k * w, (k + 1) * w));
+                    scored += w - 1;
                 }
                 ppl = Math.exp(nll / scored);
             }

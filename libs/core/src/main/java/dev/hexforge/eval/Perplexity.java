@@ -39,16 +39,23 @@ public final class Perplexity {
             try (DecodeSession s = model.start(window)) {
                 logits = s.appendAll(chunk);
             }
-            for (int t = 0; t + 1 < window; t++) {
-                nll += negativeLogLikelihood(logits[t], chunk[t + 1]);
-                scored++;
-            }
+            nll += windowNll(logits, chunk);
+            scored += window - 1;
             if (onWindow != null) {
                 onWindow.accept(w + 1);
             }
         }
         double mean = nll / scored;
         return new Result(Math.exp(mean), mean, scored, windows, ids.length - windows * window);
+    }
+
+    /** Summed NLL of tokens 1..n-1 of a window, from the logits of its positions 0..n-2 (a fresh context per window). */
+    public static double windowNll(float[][] logits, int[] window) {
+        double nll = 0;
+        for (int t = 0; t + 1 < window.length; t++) {
+            nll += negativeLogLikelihood(logits[t], window[t + 1]);
+        }
+        return nll;
     }
 
     public static double negativeLogLikelihood(float[] logits, int target) {

@@ -65,6 +65,18 @@ public record ExportInfo(
         return parts;
     }
 
+    /**
+     * Bytes of weights one decode step reads: the export's one weights file (every graph, and every part of a split
+     * graph, reads its initializers from it; a tied embedding is stored once).
+     */
+    public long weightBytes(Path dir) {
+        try {
+            return Files.size(dir.resolve(weightsFile));
+        } catch (IOException e) {
+            throw new ExportException(dir + ": cannot read the weights file " + weightsFile + ": " + e.getMessage(), e);
+        }
+    }
+
     public void write(Path dir) throws IOException {
         JSON.writeValue(dir.resolve(FILE).toFile(), this);
     }

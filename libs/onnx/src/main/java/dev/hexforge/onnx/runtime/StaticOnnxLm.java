@@ -174,7 +174,7 @@ public final class StaticOnnxLm implements CausalLm {
                             } else {
                                 String out = dev.hexforge.onnx.export.GraphParts.hidden(part.to());
                                 OnnxTensor h = (OnnxTensor) r.get(out).orElseThrow();
-                                FloatBuffer copy = FloatBuffer.allocate(h.getFloatBuffer().remaining()).put(h.getFloatBuffer()).flip();
+                                FloatBuffer copy = h.getFloatBuffer(); // already a copy, owned by this call
                                 if (hidden != null) {
                                     hidden.close();
                                 }
