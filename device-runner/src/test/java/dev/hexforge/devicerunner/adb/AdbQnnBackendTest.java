@@ -60,7 +60,9 @@ class AdbQnnBackendTest {
         executable(sdk.resolve("bin/aarch64-android/qnn-net-run"), "#!/bin/sh\n# TEST DOUBLE of qnn-net-run (see QnnNetRunStandIn)\nexec '"
                 + java + "' -cp '" + System.getProperty("java.class.path") + "' " + QnnNetRunStandIn.class.getName() + " \"$@\"\n");
         executable(sdk.resolve("bin/x86_64-linux-clang/qnn-profile-viewer"), resource("qnn-profile-viewer"));
-        executable(sdk.resolve("bin/x86_64-linux-clang/qnn-onnx-converter"), "#!/bin/sh\nexit 2\n");
+        // present only so the folder is recognised as an SDK (QnnSdk's check); the runner never converts, so it refuses to run
+        executable(sdk.resolve("bin/x86_64-linux-clang/qnn-onnx-converter"),
+                "#!/bin/sh\necho 'TEST DOUBLE: qnn-onnx-converter is not run by the device runner' >&2\nexit 2\n");
         for (String lib : List.of("lib/aarch64-android/libQnnHtp.so", "lib/aarch64-android/libQnnSystem.so",
                 "lib/aarch64-android/libQnnHtpV75Stub.so", "lib/hexagon-v75/unsigned/libQnnHtpV75Skel.so")) {
             Files.createDirectories(sdk.resolve(lib).getParent());
