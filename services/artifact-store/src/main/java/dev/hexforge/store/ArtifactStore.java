@@ -55,6 +55,12 @@ public final class ArtifactStore {
             if (!client.bucketExists(BucketExistsArgs.builder().bucket(BUCKET).build())) {
                 client.makeBucket(MakeBucketArgs.builder().bucket(BUCKET).build());
             }
+        } catch (io.minio.errors.ErrorResponseException e) {
+            String code = e.errorResponse().code();
+            // services starting together race to create the bucket: whoever loses finds it made
+            if (!code.equals("BucketAlreadyOwnedByYou")) {
+                throw new StoreException("object storage at " + endpoint + " refused bucket " + BUCKET + ": " + e.getMessage(), e);
+            }
         } catch (Exception e) {
             throw new StoreException("object storage at " + endpoint + " is not reachable: " + e.getMessage(), e);
         }
