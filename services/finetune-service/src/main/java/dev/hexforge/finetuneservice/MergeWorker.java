@@ -40,14 +40,11 @@ class MergeWorker extends StageWorker {
         if (a.request().inputs().isEmpty()) {
             throw new IllegalArgumentException("merge needs the finetune stage's adapter as input");
         }
-        if (a.spec().model().path() == null) {
-            throw new IllegalArgumentException("model uploads are not supported by the merge service yet; give model.path");
-        }
         Path adapterDir = a.model();
         Path out = a.dir().resolve("out").resolve("model");
         long t0 = System.nanoTime();
         LoraAdapter adapter;
-        try (Checkpoint base = Checkpoint.open(Path.of(a.spec().model().path()))) {
+        try (Checkpoint base = Checkpoint.open(a.baseModel())) {
             adapter = LoraAdapter.read(adapterDir, base.config());
             LoraMerge.merge(base, adapter, out);
         }

@@ -59,13 +59,8 @@ public class JobService {
                 throw new dev.hexforge.contracts.InvalidJobSpecException(missing);
             }
         }
-        List<ArtifactRef> inputs = List.of();
-        String modelName = spec.model().path();
-        if (spec.model().upload() != null) {
-            UploadEntity u = upload(spec.model().upload(), tenant);
-            inputs = List.of(new ArtifactRef(u.id.toString(), StageEvents.MODEL_ARCHIVE, u.sha256, u.size, u.objectKey));
-            modelName = u.name;
-        }
+        List<ArtifactRef> inputs = baseModel(spec, tenant);
+        String modelName = spec.model().upload() != null ? upload(spec.model().upload(), tenant).name : spec.model().path();
         Instant now = Instant.now();
         JobEntity j = new JobEntity();
         j.id = UUID.randomUUID();
@@ -79,6 +74,15 @@ public class JobService {
         dispatch(j, spec, spec.stageList().get(0), inputs);
         LOG.info("job {} submitted: stages {}", j.id, spec.stages());
         return j;
+    }
+
+    /** The job's uploaded model archive as a stage input; none when the model is a path the services read. */
+    private List<ArtifactRef> baseModel(JobSpec spec, String tenant) {
+        if (spec.model().upload() == null) {
+            return List.of();
+        }
+        UploadEntity u = upload(spec.model().upload(), tenant);
+        return List.of(new ArtifactRef(u.id.toString(), StageEvents.MODEL_ARCHIVE, u.sha256, u.size, u.objectKey));
     }
 
     private UploadEntity upload(String id, String tenant) {
@@ -174,7 +178,12 @@ public class JobService {
             List<Stage> stages = spec.stageList();
             int next = stages.indexOf(c.stage()) + 1;
             if (next < stages.size()) {
-                dispatch(j, spec, stages.get(next), c.outputs());
+                List<ArtifactRef> inputs = c.outputs();
+                if (stages.get(next) == Stage.MERGE) { // the adapter, and the base model it is merged into
+                    inputs = new java.util.ArrayList<>(inputs);
+                    inputs.addAll(baseModel(spec, j.tenant));
+                }
+                dispatch(j, spec, stages.get(next), inputs);
             } else {
                 j.state = JobEntity.State.COMPLETED;
                 LOG.info("job {} completed", j.id);

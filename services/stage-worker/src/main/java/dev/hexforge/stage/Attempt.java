@@ -27,6 +27,12 @@ public interface Attempt {
     Path model();
 
     /**
+     * The job's base model, whatever the stages before made of it: its uploaded archive (among this attempt's inputs,
+     * unpacked once into the service's cache) or its {@code model.path}.
+     */
+    Path baseModel();
+
+    /**
      * Reports progress; calls closer together than the service's interval are dropped unless {@code force}. A
      * negative percent leaves the last one standing (metrics-only updates).
      */

@@ -331,16 +331,21 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
             if (model != null) {
                 return model;
             }
-            if (!req.inputs().isEmpty() && req.inputs().get(0).kind().equals(StageEvents.MODEL_ARCHIVE)) {
-                model = unpacked(req.inputs().get(0));
-            } else if (!req.inputs().isEmpty()) {
+            if (!req.inputs().isEmpty() && !req.inputs().get(0).kind().equals(StageEvents.MODEL_ARCHIVE)) {
                 Path in = dir.resolve("in").resolve("model"); // a stable name: exports record it
                 store.getFolder(req.inputs().get(0).sha256(), in);
                 model = in;
             } else {
-                model = Path.of(req.spec().model().path());
+                model = baseModel();
             }
             return model;
+        }
+
+        @Override
+        public Path baseModel() {
+            return req.inputs().stream().filter(i -> i.kind().equals(StageEvents.MODEL_ARCHIVE)).findFirst()
+                    .map(StageWorker.this::unpacked)
+                    .orElseGet(() -> Path.of(req.spec().model().path()));
         }
 
         @Override
