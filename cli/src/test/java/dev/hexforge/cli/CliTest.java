@@ -231,16 +231,8 @@ class CliTest {
         assertTrue(bad.err().contains("adapter_config.json"), bad.err());
     }
 
-    /** The first n examples of the LoRA task as JSON lines. */
-    static Path taskSlice(int n, String name) throws Exception {
-        JsonNode all = JSON.readTree(Fixtures.root().resolve("lora-task/train.json").toFile());
-        StringBuilder lines = new StringBuilder();
-        for (int i = 0; i < n; i++) {
-            lines.append(JSON.writeValueAsString(all.get(i))).append('\n');
-        }
-        Path data = tmp.resolve(name);
-        Files.writeString(data, lines.toString());
-        return data;
+    static Path taskSlice(int n, String name) {
+        return Fixtures.loraTaskLines(n, tmp.resolve(name));
     }
 
     @Test

@@ -59,6 +59,20 @@ public final class Fixtures {
         return out;
     }
 
+    /** The first {@code n} examples of the LoRA task as JSON lines, written to {@code out}. */
+    public static Path loraTaskLines(int n, Path out) {
+        JsonNode all = json(root().resolve("lora-task/train.json"));
+        StringBuilder lines = new StringBuilder();
+        for (int i = 0; i < n; i++) {
+            lines.append(all.get(i).toString()).append('\n');
+        }
+        try {
+            return Files.writeString(out, lines);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
     public static int[] evalTxtIds() {
         return ints(json(reference("eval_txt_ids.json")).path("ids"));
     }

@@ -111,14 +111,7 @@ class CliAgainstFleetTest {
 
     @Test
     void finetuneMergeAndExportRunAsOneJobWithLiveMetrics() throws Exception {
-        ObjectMapper om = new ObjectMapper();
-        JsonNode all = om.readTree(Fixtures.root().resolve("lora-task/train.json").toFile());
-        StringBuilder lines = new StringBuilder();
-        for (int i = 0; i < 96; i++) {
-            lines.append(om.writeValueAsString(all.get(i))).append('\n');
-        }
-        Path data = home.resolve("task.jsonl");
-        Files.writeString(data, lines.toString());
+        Path data = Fixtures.loraTaskLines(96, home.resolve("task.jsonl"));
         Path spec = home.resolve("finetune.yaml");
         Files.writeString(spec, "name: finetune test\nmodel:\n  path: " + Fixtures.qwen2Tiny() + "\n"
                 + "stages: [finetune, merge, export]\n"
@@ -130,7 +123,7 @@ class CliAgainstFleetTest {
         assertTrue(r.err().contains("finetune  [") && r.err().contains("loss=") && r.err().contains("merge     completed: [hf-model]"),
                 "live progress from the job's event stream: " + r.err());
         String id = r.out().lines().filter(l -> l.startsWith("job ")).findFirst().orElseThrow().split("[ :]")[1];
-        JsonNode job = om.readTree(cli("job", id).out());
+        JsonNode job = new ObjectMapper().readTree(cli("job", id).out());
         assertEquals("completed", job.path("state").asText(), r.out());
         JsonNode finetune = job.path("stages").get(0);
         assertEquals("lora-adapter", finetune.path("outputs").get(0).path("kind").asText());
@@ -183,13 +176,7 @@ class CliAgainstFleetTest {
 
     @Test
     void cancellingARunningFinetuneFreesItsServiceWithinTenSeconds() throws Exception {
-        ObjectMapper om = new ObjectMapper();
-        JsonNode all = om.readTree(Fixtures.root().resolve("lora-task/train.json").toFile());
-        StringBuilder lines = new StringBuilder();
-        for (int i = 0; i < 64; i++) {
-            lines.append(om.writeValueAsString(all.get(i))).append('\n');
-        }
-        Path data = Files.writeString(home.resolve("cancel.jsonl"), lines.toString());
+        Path data = Fixtures.loraTaskLines(64, home.resolve("cancel.jsonl"));
         java.util.function.IntFunction<String> spec = epochs -> "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [finetune]\n"
                 + "finetune:\n  data: " + data + "\n  evalData: " + Fixtures.root().resolve("lora-task/eval.json") + "\n"
                 + "  batch: 16\n  accumulation: 1\n  epochs: " + epochs + "\n";

@@ -273,12 +273,7 @@ class DeployedAsProcessesTest {
             }
         }));
         ObjectMapper om = new ObjectMapper();
-        JsonNode train = om.readTree(Fixtures.root().resolve("lora-task/train.json").toFile());
-        StringBuilder lines = new StringBuilder();
-        for (int i = 0; i < 16; i++) {
-            lines.append(om.writeValueAsString(train.get(i))).append('\n');
-        }
-        Path data = Files.writeString(dir.resolve("task.jsonl"), lines.toString());
+        Path data = Fixtures.loraTaskLines(16, dir.resolve("task.jsonl"));
         return "{\"name\": \"deployed\", \"model\": {\"upload\": \"" + upload.path("id").asText() + "\"},"
                 + " \"stages\": [\"finetune\", \"merge\", \"quantize\", \"export\", \"compile\", \"sign\"],"
                 + " \"finetune\": {\"data\": " + om.writeValueAsString(data.toString()) + ", \"batch\": 16, \"accumulation\": 1, \"epochs\": 1},"

@@ -85,12 +85,7 @@ class StageServiceCrashTest {
 
     static String trainingSpec(int epochs) throws Exception {
         ObjectMapper om = new ObjectMapper();
-        JsonNode all = om.readTree(Fixtures.root().resolve("lora-task/train.json").toFile());
-        StringBuilder train = new StringBuilder();
-        for (int i = 0; i < 96; i++) {
-            train.append(om.writeValueAsString(all.get(i))).append('\n');
-        }
-        Path data = Files.writeString(home.resolve("train.jsonl"), train.toString());
+        Path data = Fixtures.loraTaskLines(96, home.resolve("train.jsonl"));
         JsonNode evalAll = om.readTree(Fixtures.root().resolve("lora-task/eval.json").toFile());
         Path eval = Files.writeString(home.resolve("eval.jsonl"), om.writeValueAsString(evalAll.get(0)) + "\n"
                 + om.writeValueAsString(evalAll.get(1)) + "\n");
