@@ -24,6 +24,7 @@ import java.time.Duration;
 import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.Arrays;
+import java.util.List;
 
 /**
  * The demo: two jobs on the bundled tiny Qwen2 through the fleet (started in this JVM unless one is already up) — a
@@ -41,9 +42,13 @@ final class Demo {
                 .resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
     }
 
+    /** The folders the demo downloads its three jobs' artifacts into, under {@code --out}. */
+    static final List<String> FOLDERS = List.of("onnx-static", "ort-qnn-int8-sm8650", "onnx-static-lora-int8");
+
     int run() throws Exception {
         Path model = StandaloneMain.hexforgeHome().resolve("fixtures/qwen2-tiny").toAbsolutePath().normalize();
         Path text = StandaloneMain.hexforgeHome().resolve("fixtures/corpus/eval.txt");
+        refuseEarlierRun(out);
         Files.createDirectories(out);
         String base = "http://127.0.0.1:" + Standalone.GATEWAY_PORT;
         Standalone fleet = null;
@@ -58,7 +63,7 @@ final class Demo {
         try {
             String model64 = JSON.writeValueAsString(model.toString());
             Path onnx = runJob(base, "{\"name\": \"demo: qwen2-tiny float\", \"model\": {\"path\": " + model64 + "},"
-                    + " \"stages\": [\"export\", \"sign\"], \"export\": {\"variant\": \"static\", \"seq\": 128, \"ctx\": 512}}", "onnx-static");
+                    + " \"stages\": [\"export\", \"sign\"], \"export\": {\"variant\": \"static\", \"seq\": 128, \"ctx\": 512}}", FOLDERS.get(0));
             if (onnx == null) {
                 return 1;
             }
@@ -67,7 +72,7 @@ final class Demo {
                     + " \"stages\": [\"quantize\", \"export\", \"compile\", \"sign\", \"benchmark\"], \"quantize\": {\"method\": \"rtn\", \"bits\": 8, \"group\": 0},"
                     + " \"export\": {\"variant\": \"static\", \"seq\": 128, \"ctx\": 512}, \"compile\": {\"target\": \"ort-qnn\", \"soc\": \"SM8650\"},"
                     + " \"benchmark\": {\"promptLength\": 64, \"newTokens\": 32}}",
-                    "ort-qnn-int8-sm8650");
+                    FOLDERS.get(1));
             if (int8 == null) {
                 return 1;
             }
@@ -79,7 +84,7 @@ final class Demo {
                     + ", \"evalData\": " + JSON.writeValueAsString(task.resolve("eval.json").toString())
                     + ", \"learningRate\": 0.005, \"batch\": 16, \"accumulation\": 1, \"epochs\": 8},"
                     + " \"quantize\": {\"method\": \"rtn\", \"bits\": 8, \"group\": 0},"
-                    + " \"export\": {\"variant\": \"static\", \"seq\": 128, \"ctx\": 512}}", "onnx-static-lora-int8");
+                    + " \"export\": {\"variant\": \"static\", \"seq\": 128, \"ctx\": 512}}", FOLDERS.get(2));
             if (tuned == null) {
                 return 1;
             }
@@ -91,6 +96,17 @@ final class Demo {
         } finally {
             if (fleet != null) {
                 fleet.close();
+            }
+        }
+    }
+
+    /** Refused before anything starts: an --out that already holds a demo's downloads would fail only at the end. */
+    static void refuseEarlierRun(Path out) {
+        for (String folder : FOLDERS) {
+            Path dir = out.resolve(folder);
+            if (Files.exists(dir) || Files.exists(ArtifactDownloader.staging(dir))) {
+                throw new IllegalArgumentException(out + " already holds a demo's downloads (" + folder
+                        + "); choose another --out or remove it");
             }
         }
     }
