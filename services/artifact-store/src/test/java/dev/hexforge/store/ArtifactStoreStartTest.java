@@ -1,11 +1,11 @@
 package dev.hexforge.store;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.hexforge.infra.EmbeddedInfra;
 import dev.hexforge.infra.EmbeddedS3;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -29,7 +29,7 @@ class ArtifactStoreStartTest {
         ExecutorService pool = Executors.newFixedThreadPool(services);
         try {
             for (int round = 0; round < 3; round++) { // each round a fresh server: the bucket does not exist yet
-                try (EmbeddedS3 s3 = EmbeddedS3.start(dir.resolve("s3-" + round), free(), "hexforge", "secret-key-123")) {
+                try (EmbeddedS3 s3 = EmbeddedS3.start(dir.resolve("s3-" + round), EmbeddedInfra.Ports.free(), "hexforge", "secret-key-123")) {
                     CyclicBarrier together = new CyclicBarrier(services);
                     List<Future<ArtifactStore>> started = new ArrayList<>();
                     for (int i = 0; i < services; i++) {
@@ -53,16 +53,11 @@ class ArtifactStoreStartTest {
 
     @Test
     void wrongCredentialsAreRefusedWithTheServerNamed() throws Exception {
-        try (EmbeddedS3 s3 = EmbeddedS3.start(dir.resolve("s3"), free(), "hexforge", "secret-key-123")) {
+        try (EmbeddedS3 s3 = EmbeddedS3.start(dir.resolve("s3"), EmbeddedInfra.Ports.free(), "hexforge", "secret-key-123")) {
             ArtifactStore.StoreException e = assertThrows(ArtifactStore.StoreException.class,
                     () -> new ArtifactStore(s3.endpoint(), "hexforge", "not-the-secret"));
             assertTrue(e.getMessage().contains(s3.endpoint()), e.getMessage());
         }
     }
 
-    static int free() throws Exception {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
-    }
 }

@@ -12,6 +12,20 @@ public final class EmbeddedInfra implements AutoCloseable {
         public static Ports standalone() {
             return new Ports(19092, 19093, 15432, 19000);
         }
+
+        /** Four ports free right now (for tests and throw-away fleets). */
+        public static Ports anyFree() {
+            return new Ports(free(), free(), free(), free());
+        }
+
+        /** A port the OS reports free right now. */
+        public static int free() {
+            try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+                return s.getLocalPort();
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException("no free port: " + e.getMessage(), e);
+            }
+        }
     }
 
     public static final String S3_ACCESS_KEY = "hexforge";

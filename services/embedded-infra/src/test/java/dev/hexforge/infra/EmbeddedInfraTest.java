@@ -24,7 +24,6 @@ import org.junit.jupiter.api.io.TempDir;
 import java.io.ByteArrayInputStream;
 import java.io.InputStream;
 import java.net.HttpURLConnection;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -47,15 +46,10 @@ class EmbeddedInfraTest {
     static Path home;
     static EmbeddedInfra infra;
 
-    static int freePort() throws Exception {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
-    }
 
     @BeforeAll
     static void start() throws Exception {
-        infra = EmbeddedInfra.start(home, new EmbeddedInfra.Ports(freePort(), freePort(), freePort(), freePort()), "test-secret-key");
+        infra = EmbeddedInfra.start(home, EmbeddedInfra.Ports.anyFree(), "test-secret-key");
     }
 
     @AfterAll

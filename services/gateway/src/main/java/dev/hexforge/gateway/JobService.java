@@ -59,8 +59,9 @@ public class JobService {
                 throw new dev.hexforge.contracts.InvalidJobSpecException(missing);
             }
         }
-        List<ArtifactRef> inputs = baseModel(spec, tenant);
-        String modelName = spec.model().upload() != null ? upload(spec.model().upload(), tenant).name : spec.model().path();
+        UploadEntity upload = spec.model().upload() == null ? null : upload(spec.model().upload(), tenant);
+        List<ArtifactRef> inputs = upload == null ? List.of() : List.of(archive(upload));
+        String modelName = upload == null ? spec.model().path() : upload.name;
         Instant now = Instant.now();
         JobEntity j = new JobEntity();
         j.id = UUID.randomUUID();
@@ -78,11 +79,11 @@ public class JobService {
 
     /** The job's uploaded model archive as a stage input; none when the model is a path the services read. */
     private List<ArtifactRef> baseModel(JobSpec spec, String tenant) {
-        if (spec.model().upload() == null) {
-            return List.of();
-        }
-        UploadEntity u = upload(spec.model().upload(), tenant);
-        return List.of(new ArtifactRef(u.id.toString(), StageEvents.MODEL_ARCHIVE, u.sha256, u.size, u.objectKey));
+        return spec.model().upload() == null ? List.of() : List.of(archive(upload(spec.model().upload(), tenant)));
+    }
+
+    private static ArtifactRef archive(UploadEntity u) {
+        return new ArtifactRef(u.id.toString(), StageEvents.MODEL_ARCHIVE, u.sha256, u.size, u.objectKey);
     }
 
     private UploadEntity upload(String id, String tenant) {

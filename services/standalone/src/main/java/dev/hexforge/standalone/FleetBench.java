@@ -34,7 +34,7 @@ final class FleetBench {
         long mb = Long.parseLong(opt(args, "--transfer-mb", "1024"));
         Path home = Files.createTempDirectory("hexforge-bench");
         long t0 = System.nanoTime();
-        try (Standalone fleet = Standalone.start(home, new EmbeddedInfra.Ports(free(), free(), free(), free()), 0)) {
+        try (Standalone fleet = Standalone.start(home, EmbeddedInfra.Ports.anyFree(), 0)) {
             System.out.printf("up       %.1f s to ready (fresh state: Kafka, PostgreSQL, S3, six services, the local runner)%n", (System.nanoTime() - t0) / 1e9);
             GatewayClient gw = new GatewayClient(fleet.gatewayUrl(), Files.readString(Standalone.tokenFile(home)).strip());
             String spec = "{\"model\": {\"path\": " + JSON.writeValueAsString(StandaloneMain.hexforgeHome().resolve("fixtures/qwen2-tiny")
@@ -177,9 +177,4 @@ final class FleetBench {
         return v == null ? def : v;
     }
 
-    private static int free() throws java.io.IOException {
-        try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
-            return s.getLocalPort();
-        }
-    }
 }

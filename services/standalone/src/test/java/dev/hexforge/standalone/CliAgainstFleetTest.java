@@ -12,7 +12,6 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -26,15 +25,10 @@ class CliAgainstFleetTest {
     static Path home;
     static Standalone fleet;
 
-    static int freePort() throws Exception {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
-    }
 
     @BeforeAll
     static void up() throws Exception {
-        fleet = Standalone.start(home, new EmbeddedInfra.Ports(freePort(), freePort(), freePort(), freePort()), 0);
+        fleet = Standalone.start(home, EmbeddedInfra.Ports.anyFree(), 0);
         System.setProperty("hexforge.url", fleet.gatewayUrl());
         System.setProperty("hexforge.token", Files.readString(Standalone.tokenFile(home)).strip());
     }

@@ -61,8 +61,7 @@ class DashboardBrowserTest {
     static void up() throws Exception {
         assumeTrue(Files.isExecutable(CHROMIUM) && Files.isExecutable(CHROMEDRIVER),
                 "needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver; .ci/run installs them)");
-        fleet = Standalone.start(home, new EmbeddedInfra.Ports(CliAgainstFleetTest.freePort(),
-                CliAgainstFleetTest.freePort(), CliAgainstFleetTest.freePort(), CliAgainstFleetTest.freePort()), 0);
+        fleet = Standalone.start(home, EmbeddedInfra.Ports.anyFree(), 0);
         adminToken = Files.readString(Standalone.tokenFile(home)).strip();
         HttpResponse<String> created = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(fleet.gatewayUrl() + "/api/v1/tokens"))
                 .header("Authorization", "Bearer " + adminToken).header("Content-Type", "application/json")

@@ -9,6 +9,7 @@ import dev.hexforge.compileservice.CompileServiceApplication;
 import dev.hexforge.exportservice.ExportServiceApplication;
 import dev.hexforge.finetuneservice.FinetuneServiceApplication;
 import dev.hexforge.gateway.GatewayApplication;
+import dev.hexforge.infra.EmbeddedInfra;
 import dev.hexforge.infra.EmbeddedS3;
 import dev.hexforge.io.ModelArchive;
 import dev.hexforge.quantizeservice.QuantizeServiceApplication;
@@ -21,7 +22,6 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.yaml.snakeyaml.Yaml;
 
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -94,7 +94,7 @@ class DeployedAsProcessesTest {
         Map<String, String> pg = substitute((Map<String, Object>) services.get("postgres").get("environment"), shell);
         String db = database(pg.get("POSTGRES_USER"), pg.get("POSTGRES_PASSWORD"));
         Map<String, String> minioEnv = substitute((Map<String, Object>) services.get("minio").get("environment"), shell);
-        try (EmbeddedS3 s3 = EmbeddedS3.start(dir.resolve("minio"), free(), minioEnv.get("MINIO_ROOT_USER"), minioEnv.get("MINIO_ROOT_PASSWORD"))) {
+        try (EmbeddedS3 s3 = EmbeddedS3.start(dir.resolve("minio"), EmbeddedInfra.Ports.free(), minioEnv.get("MINIO_ROOT_USER"), minioEnv.get("MINIO_ROOT_PASSWORD"))) {
             shell.put("HEXFORGE_S3_PUBLIC_ENDPOINT", s3.endpoint()); // the address users reach S3 at, as the file asks
             Map<String, Path> secretFiles = Map.of(SIGNING_KEY_FILE, signingKeyFile());
             List<Container> containers = new ArrayList<>();
@@ -129,7 +129,7 @@ class DeployedAsProcessesTest {
         Map<String, String> secretData = Map.of("s3-secret-key", secret + "-s3", "db-password", secret + "-db",
                 "internal-token", secret + "-internal", SIGNING_KEY_FILE, Files.readString(signingKeyFile()));
         String db = database(config.get("HEXFORGE_DB_USER"), secretData.get("db-password"));
-        try (EmbeddedS3 s3 = EmbeddedS3.start(dir.resolve("minio"), free(), config.get("HEXFORGE_S3_ACCESS_KEY"), secretData.get("s3-secret-key"))) {
+        try (EmbeddedS3 s3 = EmbeddedS3.start(dir.resolve("minio"), EmbeddedInfra.Ports.free(), config.get("HEXFORGE_S3_ACCESS_KEY"), secretData.get("s3-secret-key"))) {
             config.put("HEXFORGE_S3_PUBLIC_ENDPOINT", s3.endpoint());
             List<Container> containers = new ArrayList<>();
             for (Map<String, Object> d : docs) {
@@ -185,8 +185,8 @@ class DeployedAsProcessesTest {
     void runAJobThrough(List<Container> containers, Map<String, String> infraHosts) throws Exception {
         assertEquals(MAIN.keySet(), containers.stream().map(Container::service).collect(java.util.stream.Collectors.toSet()),
                 "the file runs every service image");
-        int gatewayPort = free();
-        int artifactPort = free();
+        int gatewayPort = EmbeddedInfra.Ports.free();
+        int artifactPort = EmbeddedInfra.Ports.free();
         Map<String, String> hosts = new LinkedHashMap<>(infraHosts); // the file's service addresses -> where they run here
         hosts.put("http://artifact-service:8081", "http://127.0.0.1:" + artifactPort);
         Path tokenFile = null;
@@ -409,9 +409,4 @@ class DeployedAsProcessesTest {
         return sb.toString();
     }
 
-    static int free() throws java.io.IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
-    }
 }

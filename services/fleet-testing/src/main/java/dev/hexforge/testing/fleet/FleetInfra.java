@@ -12,7 +12,6 @@ import org.testcontainers.containers.MinIOContainer;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
@@ -79,7 +78,7 @@ public final class FleetInfra implements BeforeAllCallback, ParameterResolver {
         Embedded() {
             try {
                 dir = Files.createTempDirectory("hexforge-fleet-infra");
-                infra = EmbeddedInfra.start(dir, new EmbeddedInfra.Ports(free(), free(), free(), free()), "s3-secret");
+                infra = EmbeddedInfra.start(dir, EmbeddedInfra.Ports.anyFree(), "s3-secret");
             } catch (IOException e) {
                 throw new UncheckedIOException(e);
             }
@@ -127,11 +126,4 @@ public final class FleetInfra implements BeforeAllCallback, ParameterResolver {
         }
     }
 
-    static int free() {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
 }
