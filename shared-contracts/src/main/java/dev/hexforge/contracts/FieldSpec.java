@@ -7,12 +7,33 @@ import java.util.List;
  * its JSON Schema are all derived from these declarations, so they cannot drift apart.
  */
 public record FieldSpec(String name, Kind kind, Object defaultValue, String description, Double min, Double max,
-                        List<String> allowed, List<FieldSpec> fields, boolean required) {
+                        List<String> allowed, List<FieldSpec> fields, boolean required, String pattern, int maxLength) {
 
-    public enum Kind { STRING, INTEGER, NUMBER, BOOLEAN, STRING_LIST, OBJECT }
+    /**
+     * INPUT: something a stage reads, named by id ({@code {upload: ID}}, {@code {artifact: ID}}) or as a server path
+     * ({@code {path: P}}, or the path alone as a string), the sources allowed listed in {@code allowed}.
+     */
+    public enum Kind { STRING, INTEGER, NUMBER, BOOLEAN, STRING_LIST, OBJECT, INPUT }
+
+    /** Strings, list items included, are at most this long unless declared otherwise. */
+    public static final int DEFAULT_MAX_LENGTH = 200;
+
+    public FieldSpec(String name, Kind kind, Object defaultValue, String description, Double min, Double max,
+                     List<String> allowed, List<FieldSpec> fields, boolean required) {
+        this(name, kind, defaultValue, description, min, max, allowed, fields, required, null, DEFAULT_MAX_LENGTH);
+    }
 
     public static FieldSpec string(String name, Object def, String doc) {
         return new FieldSpec(name, Kind.STRING, def, doc, null, null, null, null, false);
+    }
+
+    /** A string that must match a regular expression (whole), at most {@code maxLength} characters. */
+    public static FieldSpec matching(String name, Object def, String pattern, int maxLength, String doc) {
+        return new FieldSpec(name, Kind.STRING, def, doc, null, null, null, null, false, pattern, maxLength);
+    }
+
+    public static FieldSpec input(String name, String doc, String... sources) {
+        return new FieldSpec(name, Kind.INPUT, null, doc, null, null, List.of(sources), null, false, null, InputPolicy.MAX_PATH_LENGTH);
     }
 
     public static FieldSpec oneOf(String name, String def, String doc, String... allowed) {
@@ -40,6 +61,6 @@ public record FieldSpec(String name, Kind kind, Object defaultValue, String desc
     }
 
     public FieldSpec asRequired() {
-        return new FieldSpec(name, kind, defaultValue, description, min, max, allowed, fields, true);
+        return new FieldSpec(name, kind, defaultValue, description, min, max, allowed, fields, true, pattern, maxLength);
     }
 }

@@ -1,19 +1,50 @@
 package dev.hexforge.contracts;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
+
 import java.util.List;
 
 /** A validated job spec (version 1) with every default filled in; see {@link JobSpecSchema} for each field. */
-public record JobSpec(int schemaVersion, String name, Model model, List<String> stages, Finetune finetune,
+public record JobSpec(int schemaVersion, String name, Input model, List<String> stages, Finetune finetune,
                       Quantize quantize, Export export, Compile compile, Sign sign, Benchmark benchmark) {
 
-    public record Model(String upload, String path) {
+    /** An input: exactly one of an upload's id, an artifact's id (of the same tenant) or a server path under the input roots. */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record Input(String upload, String artifact, String path) {
+        @com.fasterxml.jackson.annotation.JsonCreator(mode = com.fasterxml.jackson.annotation.JsonCreator.Mode.PROPERTIES)
+        public Input(@com.fasterxml.jackson.annotation.JsonProperty("upload") String upload,
+                     @com.fasterxml.jackson.annotation.JsonProperty("artifact") String artifact,
+                     @com.fasterxml.jackson.annotation.JsonProperty("path") String path) {
+            this.upload = upload;
+            this.artifact = artifact;
+            this.path = path;
+        }
+
+        /** Specs stored before inputs were objects name a path as a plain string. */
+        @com.fasterxml.jackson.annotation.JsonCreator(mode = com.fasterxml.jackson.annotation.JsonCreator.Mode.DELEGATING)
+        static Input fromString(String path) {
+            return ofPath(path);
+        }
+
+        public static Input ofPath(String path) {
+            return new Input(null, null, path);
+        }
+
+        public static Input ofUpload(String id) {
+            return new Input(id, null, null);
+        }
+
+        /** How the input is named, for messages and provenance: "upload ID", "artifact ID" or the path. */
+        public String describe() {
+            return upload != null ? "upload " + upload : artifact != null ? "artifact " + artifact : path;
+        }
     }
 
-    public record Finetune(String data, String evalData, int r, double alpha, double dropout, List<String> targets,
+    public record Finetune(Input data, Input evalData, int r, double alpha, double dropout, List<String> targets,
                            int batch, int accumulation, double learningRate, int epochs, int maxLength, long seed) {
     }
 
-    public record Quantize(String method, int bits, int group, boolean symmetric, String calibration,
+    public record Quantize(String method, int bits, int group, boolean symmetric, Input calibration,
                            int calibrationSamples, int calibrationLength, List<String> keep, Auto auto, String format,
                            int accuracyLevel, double maxDeltaPpl) {
     }

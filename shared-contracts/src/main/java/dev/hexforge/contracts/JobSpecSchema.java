@@ -13,7 +13,9 @@ import java.util.List;
 import java.util.Set;
 
 import static dev.hexforge.contracts.FieldSpec.bool;
+import static dev.hexforge.contracts.FieldSpec.input;
 import static dev.hexforge.contracts.FieldSpec.integer;
+import static dev.hexforge.contracts.FieldSpec.matching;
 import static dev.hexforge.contracts.FieldSpec.number;
 import static dev.hexforge.contracts.FieldSpec.object;
 import static dev.hexforge.contracts.FieldSpec.oneOf;
@@ -26,19 +28,24 @@ import static dev.hexforge.contracts.FieldSpec.strings;
  */
 public final class JobSpecSchema {
     public static final int VERSION = 1;
+    /** Most items of a list field. */
+    public static final int MAX_LIST = 100;
+    static final String ID_PATTERN = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
     private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
 
     public static final FieldSpec ROOT = object("", "A Hexforge conversion job.",
             integer("schemaVersion", VERSION, VERSION, VERSION, "Version of this document format."),
-            string("name", null, "A label for the job (default: the model's name)."),
-            object("model", "The base model: exactly one of upload or path.",
-                    string("upload", null, "Id of a model uploaded to the fleet (POST /api/v1/uploads)."),
-                    string("path", null, "A Hugging Face folder path or s3:// URI the fleet can read.")).asRequired(),
+            string("name", null, "A label for the job (default: the model's name); at most 200 printable characters."),
+            input("model", "The base model (a Hugging Face folder): {upload: ID} of a model archive uploaded to the fleet "
+                    + "(POST /api/v1/uploads), {artifact: ID} of a model one of your jobs made, or {path: P} (or P alone) of a "
+                    + "folder under the fleet's input roots (hexforge.input-roots; none by default).",
+                    "upload", "artifact", "path").asRequired(),
             strings("stages", List.of("export", "sign"), "Stages to run, in pipeline order.",
                     "finetune", "merge", "quantize", "export", "compile", "sign", "benchmark"),
             object("finetune", "LoRA fine-tuning (the seed's PEFT settings).",
-                    string("data", null, "Id or path of the training data (Alpaca JSON/JSONL, chat JSONL or text)."),
-                    string("evalData", null, "Id or path of evaluation data (default: a split of data)."),
+                    input("data", "The training data (Alpaca JSON/JSONL, chat JSONL or text): {upload: ID} of a data file "
+                            + "uploaded to the fleet, or {path: P} (or P alone) of a file under its input roots.", "upload", "path"),
+                    input("evalData", "Evaluation data, named like data (default: a split of data).", "upload", "path"),
                     integer("r", 8, 1, 256, "LoRA rank."),
                     number("alpha", 16, 0.0001, 10000, "LoRA alpha (scale = alpha / r)."),
                     number("dropout", 0.05, 0, 0.9, "Dropout on the LoRA input."),
@@ -55,7 +62,7 @@ public final class JobSpecSchema {
                     integer("bits", 8, 2, 8, "Weight bits."),
                     integer("group", 128, 0, 8192, "Input columns per scale; 0 for per channel."),
                     bool("symmetric", false, "Symmetric (no zero point)."),
-                    string("calibration", null, "Id or path of calibration JSONL (default: the bundled set)."),
+                    input("calibration", "Calibration JSONL, named like finetune.data (default: the bundled set).", "upload", "path"),
                     integer("calibrationSamples", 128, 1, 100000, "Calibration samples."),
                     integer("calibrationLength", 512, 2, 32768, "Tokens per calibration sample."),
                     strings("keep", List.of(), "Module patterns kept in float, e.g. q_proj."),
@@ -73,12 +80,12 @@ public final class JobSpecSchema {
                     integer("ctx", 512, 2, 4096, "Static context length.")),
             object("compile", "NPU compilation.",
                     oneOf("target", "ort-qnn", "ort-qnn, qnn-context-binary or qnn-model-lib.", "ort-qnn", "qnn-context-binary", "qnn-model-lib"),
-                    string("soc", "SM8650", "Target chipset (e.g. SM8650 = Snapdragon 8 Gen 3)."),
+                    matching("soc", "SM8650", "[A-Za-z0-9_-]{1,32}", 32, "Target chipset (e.g. SM8650 = Snapdragon 8 Gen 3)."),
                     integer("htpArch", 0, 0, 99, "Hexagon HTP architecture; 0 takes it from the SoC (v75 for SM8650), give it for a SoC Hexforge does not know.")),
             object("sign", "Signing of stored artifacts.",
                     bool("provenance", true, "Attach a signed provenance statement.")),
             object("benchmark", "On-device benchmark.",
-                    string("device", null, "Device name, chipset or backend to run on (default: any capable runner)."),
+                    matching("device", null, "[A-Za-z0-9._-]{1,100}", 100, "Device name or chipset to run on (default: any capable runner)."),
                     strings("backends", List.of("ort-cpu"), "Backends to measure.", "ort-cpu", "ort-qnn", "adb-qnn"),
                     integer("promptLength", 128, 1, 4096, "Prompt tokens."),
                     integer("newTokens", 64, 1, 4096, "Decoded tokens.")));
@@ -147,22 +154,33 @@ public final class JobSpecSchema {
                     problems.add(new Problem(p, "must be a non-empty string"));
                     return null;
                 }
+                if (!checkText(f, v.asText(), p, problems)) {
+                    return null;
+                }
                 if (f.allowed() != null && !f.allowed().contains(v.asText())) {
                     problems.add(new Problem(p, "must be one of " + f.allowed() + ", got '" + v.asText() + "'"));
                 }
                 return v;
             }
+            case INPUT -> {
+                return checkInput(f, v, p, problems);
+            }
             case INTEGER -> {
-                if (!v.isIntegralNumber()) {
-                    problems.add(new Problem(p, "must be an integer"));
+                // within the declared range, which lies within a Java long: 2^63 and beyond are refused here, not in binding
+                String range = "must be between " + f.min().longValue() + " and " + f.max().longValue();
+                if (!v.isIntegralNumber() || !v.canConvertToLong()) {
+                    problems.add(new Problem(p, v.isIntegralNumber() ? range + ", got " + clip(v.asText()) : "must be an integer"));
                     return null;
                 }
-                checkRange(f, v.asDouble(), p, problems);
+                long x = v.asLong();
+                if (x < f.min().longValue() || x > f.max().longValue()) {
+                    problems.add(new Problem(p, range + ", got " + x));
+                }
                 return v;
             }
             case NUMBER -> {
-                if (!v.isNumber()) {
-                    problems.add(new Problem(p, "must be a number"));
+                if (!v.isNumber() || !Double.isFinite(v.asDouble())) {
+                    problems.add(new Problem(p, v.isNumber() ? "must be a finite number" : "must be a number"));
                     return null;
                 }
                 checkRange(f, v.asDouble(), p, problems);
@@ -180,11 +198,17 @@ public final class JobSpecSchema {
                     problems.add(new Problem(p, "must be a list of strings"));
                     return null;
                 }
+                if (v.size() > MAX_LIST) {
+                    problems.add(new Problem(p, "must have at most " + MAX_LIST + " items, got " + v.size()));
+                    return null;
+                }
                 Set<String> seen = new HashSet<>();
                 for (int i = 0; i < v.size(); i++) {
                     JsonNode e = v.get(i);
                     if (!e.isTextual()) {
                         problems.add(new Problem(p + "[" + i + "]", "must be a string"));
+                    } else if (!checkText(f, e.asText(), p + "[" + i + "]", problems)) {
+                        continue;
                     } else if (f.allowed() != null && !f.allowed().contains(e.asText())) {
                         problems.add(new Problem(p + "[" + i + "]", "must be one of " + f.allowed() + ", got '" + e.asText() + "'"));
                     } else if (!seen.add(e.asText())) {
@@ -195,6 +219,67 @@ public final class JobSpecSchema {
             }
             default -> throw new IllegalStateException(f.kind().toString());
         }
+    }
+
+    /** At most the field's length, no control characters, and its pattern if it has one. */
+    private static boolean checkText(FieldSpec f, String text, String p, List<Problem> problems) {
+        if (text.length() > f.maxLength()) {
+            problems.add(new Problem(p, "must be at most " + f.maxLength() + " characters, got " + text.length()));
+            return false;
+        }
+        if (text.chars().anyMatch(c -> c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0))) {
+            problems.add(new Problem(p, "must not contain control characters"));
+            return false;
+        }
+        if (f.pattern() != null && !text.matches(f.pattern())) {
+            problems.add(new Problem(p, "must match " + f.pattern()));
+            return false;
+        }
+        return true;
+    }
+
+    /** An input: a path string (normalised to {path: P}) or an object naming exactly one allowed source. */
+    private static JsonNode checkInput(FieldSpec f, JsonNode v, String p, List<Problem> problems) {
+        ObjectNode out = NODES.objectNode();
+        if (v.isTextual()) {
+            if (!f.allowed().contains("path")) {
+                problems.add(new Problem(p, "must name one of " + f.allowed()));
+                return null;
+            }
+            v = NODES.objectNode().put("path", v.asText());
+        }
+        if (!v.isObject()) {
+            problems.add(new Problem(p, "must be a path or an object with one of " + f.allowed()));
+            return null;
+        }
+        int given = 0;
+        for (Iterator<String> it = v.fieldNames(); it.hasNext(); ) {
+            String source = it.next();
+            JsonNode x = v.get(source);
+            if (!f.allowed().contains(source)) {
+                problems.add(new Problem(p + "." + source, "unknown field (" + String.join(", ", f.allowed()) + ")"));
+                continue;
+            }
+            if (x == null || x.isNull()) {
+                continue;
+            }
+            given++;
+            if (!x.isTextual() || x.asText().isBlank()) {
+                problems.add(new Problem(p + "." + source, "must be a non-empty string"));
+            } else if (!source.equals("path") && !x.asText().matches(ID_PATTERN)) {
+                problems.add(new Problem(p + "." + source, "must be an id (a UUID), got '" + clip(x.asText()) + "'"));
+            } else if (checkText(f, x.asText(), p + "." + source, problems)) {
+                out.set(source, x);
+            }
+        }
+        if (given != 1) {
+            problems.add(new Problem(p, "give exactly one of " + String.join(", ", f.allowed())));
+        }
+        return out;
+    }
+
+    private static String clip(String s) {
+        return s.length() <= 40 ? s : s.substring(0, 40) + "...";
     }
 
     private static void checkRange(FieldSpec f, double v, String p, List<Problem> problems) {
@@ -209,10 +294,6 @@ public final class JobSpecSchema {
 
     /** Rules across fields: model source, stage order and dependencies, bit/group/format combinations. */
     private static void crossChecks(ObjectNode s, List<Problem> problems) {
-        JsonNode model = s.path("model");
-        if (model.has("upload") == model.has("path")) {
-            problems.add(new Problem("model", "give exactly one of upload or path"));
-        }
         List<Stage> stages = new ArrayList<>();
         for (JsonNode n : s.path("stages")) {
             stages.add(Stage.parse(n.asText()));
@@ -301,8 +382,29 @@ public final class JobSpecSchema {
                     n.set("required", required);
                 }
             }
+            case INPUT -> {
+                ArrayNode any = n.putArray("oneOf");
+                if (f.allowed().contains("path")) {
+                    any.addObject().put("type", "string").put("maxLength", f.maxLength());
+                }
+                ObjectNode obj = any.addObject().put("type", "object").put("additionalProperties", false)
+                        .put("minProperties", 1).put("maxProperties", 1);
+                ObjectNode props = obj.putObject("properties");
+                for (String source : f.allowed()) {
+                    ObjectNode sn = props.putObject(source).put("type", "string");
+                    if (source.equals("path")) {
+                        sn.put("maxLength", f.maxLength());
+                    } else {
+                        sn.put("pattern", "^" + ID_PATTERN + "$");
+                    }
+                }
+            }
             case STRING -> {
                 n.put("type", "string");
+                n.put("maxLength", f.maxLength());
+                if (f.pattern() != null) {
+                    n.put("pattern", "^" + f.pattern() + "$");
+                }
                 if (f.allowed() != null) {
                     ArrayNode en = n.putArray("enum");
                     f.allowed().forEach(en::add);
@@ -321,7 +423,8 @@ public final class JobSpecSchema {
             case STRING_LIST -> {
                 n.put("type", "array");
                 n.put("uniqueItems", true);
-                ObjectNode items = n.putObject("items").put("type", "string");
+                n.put("maxItems", MAX_LIST);
+                ObjectNode items = n.putObject("items").put("type", "string").put("maxLength", f.maxLength());
                 if (f.allowed() != null) {
                     ArrayNode en = items.putArray("enum");
                     f.allowed().forEach(en::add);

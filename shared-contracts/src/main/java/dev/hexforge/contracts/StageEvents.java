@@ -12,6 +12,32 @@ public final class StageEvents {
     public static final int SCHEMA_VERSION = 1;
     /** Kind of an input that is an uploaded model archive (zip, tar, tar.gz) rather than a stored folder. */
     public static final String MODEL_ARCHIVE = "model-archive";
+    /** Kind of an input that is a stored model folder the job names as its base model ({@code model: {artifact: ID}}). */
+    public static final String BASE_MODEL = "base-model";
+    private static final String INPUT_PREFIX = "input:";
+
+    /**
+     * Kind of an input that is an uploaded file the job names in a field, with the file's extension (its format), e.g.
+     * {@code input:finetune.data.jsonl}; the stage stores it under that name, so readers that go by extension work.
+     */
+    public static String inputKind(String field, String extension) {
+        return INPUT_PREFIX + field + "." + extension;
+    }
+
+    /** Whether an input is the uploaded file of the field. */
+    public static boolean isInputFor(String kind, String field) {
+        return kind.startsWith(INPUT_PREFIX + field + ".") && kind.indexOf('.', INPUT_PREFIX.length() + field.length() + 1) < 0;
+    }
+
+    /** The file name an uploaded input is stored under in a stage's folder: the field and the extension. */
+    public static String inputFileName(String kind) {
+        return kind.substring(INPUT_PREFIX.length());
+    }
+
+    /** Whether an input is one the job named (its base model or a data file) rather than an earlier stage's output. */
+    public static boolean isJobInput(String kind) {
+        return kind.equals(MODEL_ARCHIVE) || kind.equals(BASE_MODEL) || kind.startsWith(INPUT_PREFIX);
+    }
 
     private StageEvents() {
     }

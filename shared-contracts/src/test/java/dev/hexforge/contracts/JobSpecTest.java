@@ -50,8 +50,9 @@ class JobSpecTest {
 
     @Test
     void yamlAndJsonMeanTheSame() {
-        JobSpec json = JobSpecReader.read("{\"model\": {\"upload\": \"u1\"}, \"stages\": [\"quantize\", \"export\"], \"quantize\": {\"bits\": 4}}");
-        JobSpec yaml = JobSpecReader.read("model:\n  upload: u1\nstages: [quantize, export]\nquantize:\n  bits: 4\n");
+        String id = "0b9c2a5e-8f1d-4c3b-9a77-2d4e6f8a1b3c";
+        JobSpec json = JobSpecReader.read("{\"model\": {\"upload\": \"" + id + "\"}, \"stages\": [\"quantize\", \"export\"], \"quantize\": {\"bits\": 4}}");
+        JobSpec yaml = JobSpecReader.read("model:\n  upload: " + id + "\nstages: [quantize, export]\nquantize:\n  bits: 4\n");
         assertEquals(json, yaml);
     }
 
@@ -87,7 +88,8 @@ class JobSpecTest {
 
     @Test
     void crossFieldRulesAreChecked() {
-        assertTrue(problems("{\"model\": {\"path\": \"a\", \"upload\": \"b\"}}").contains("model: give exactly one of upload or path"));
+        assertTrue(problems("{\"model\": {\"path\": \"a\", \"artifact\": \"0b9c2a5e-8f1d-4c3b-9a77-2d4e6f8a1b3c\"}}")
+                .contains("model: give exactly one of upload, artifact, path"));
         assertTrue(String.join("", problems("{\"model\": {\"path\": \"a\"}, \"stages\": [\"export\", \"quantize\"]}"))
                 .contains("'quantize' must come before 'export'"));
         assertTrue(String.join("", problems("{\"model\": {\"path\": \"a\"}, \"stages\": [\"merge\"]}")).contains("'merge' needs 'finetune'"));
@@ -102,6 +104,51 @@ class JobSpecTest {
                 .contains("matmulnbits takes 4 or 8 bits"));
         assertTrue(String.join("", problems("{\"model\": {\"path\": \"a\"}, \"export\": {\"seq\": 512, \"ctx\": 512}}"))
                 .contains("export.seq: must be smaller than export.ctx"));
+    }
+
+    @Test
+    void inputsAreAPathOrAnIdAndBindToTheSameRecord() {
+        JobSpec plain = JobSpecReader.read("{\"model\": \"/m\", \"stages\": [\"finetune\"], \"finetune\": {\"data\": \"/d.json\"}}");
+        assertEquals(JobSpec.Input.ofPath("/m"), plain.model());
+        assertEquals(JobSpec.Input.ofPath("/d.json"), plain.finetune().data());
+        String id = "0b9c2a5e-8f1d-4c3b-9a77-2d4e6f8a1b3c";
+        JobSpec byId = JobSpecReader.read("model: {artifact: " + id + "}\nstages: [finetune]\nfinetune: {data: {upload: " + id + "}}\n");
+        assertEquals(id, byId.model().artifact());
+        assertEquals(JobSpec.Input.ofUpload(id), byId.finetune().data());
+        // a spec stored before inputs were objects still reads
+        assertEquals(JobSpec.Input.ofPath("/d.json"), ContractsJson.read(ContractsJson.write(plain).replace("{\"path\":\"/d.json\"}", "\"/d.json\""),
+                JobSpec.class).finetune().data());
+        String all = String.join("\n", problems("{\"model\": {\"upload\": \"../../secrets\"}, \"stages\": [\"finetune\"], "
+                + "\"finetune\": {\"data\": {\"artifact\": \"" + id + "\"}, \"evalData\": 7}}"));
+        assertTrue(all.contains("model.upload: must be an id (a UUID), got '../../secrets'"), all);
+        assertTrue(all.contains("finetune.data.artifact: unknown field (upload, path)"), all);
+        assertTrue(all.contains("finetune.evalData: must be a path or an object with one of [upload, path]"), all);
+    }
+
+    @Test
+    void hostileValuesAreRefusedWithTheirPathNotInBinding() {
+        String all = String.join("\n", problems("{\"model\": \"/m\", \"name\": \"" + "x".repeat(300) + "\", "
+                + "\"finetune\": {\"seed\": 9223372036854775808, \"learningRate\": 1e999, \"batch\": 1.5}, "
+                + "\"benchmark\": {\"device\": \"" + "d".repeat(300) + "\"}, \"compile\": {\"soc\": \"SM8650; rm -rf\"}}"));
+        assertTrue(all.contains("name: must be at most 200 characters, got 300"), all);
+        assertTrue(all.contains("finetune.seed: must be between 0 and 9223372036854775807"), all);
+        assertTrue(all.contains("finetune.learningRate: must be a finite number"), all);
+        assertTrue(all.contains("finetune.batch: must be an integer"), all);
+        assertTrue(all.contains("benchmark.device: must be at most 100 characters"), all);
+        assertTrue(all.contains("compile.soc: must match"), all);
+        assertTrue(String.join("", problems("{\"model\": \"/m\", \"name\": \"a\\u0000b\"}")).contains("name: must not contain control characters"));
+        // YAML's .nan is refused by the parser; a NaN or infinity that reaches the schema (any other reader) is refused there
+        assertTrue(String.join("", problems("model: /m\nquantize:\n  maxDeltaPpl: .nan\n")).contains("'.nan'"));
+        com.fasterxml.jackson.databind.node.ObjectNode doc = (com.fasterxml.jackson.databind.node.ObjectNode) ContractsJson.MAPPER.createObjectNode()
+                .put("model", "/m").set("quantize", ContractsJson.MAPPER.createObjectNode().put("maxDeltaPpl", Double.NaN));
+        doc.set("finetune", ContractsJson.MAPPER.createObjectNode().put("alpha", Double.POSITIVE_INFINITY));
+        String nan = assertThrows(InvalidJobSpecException.class, () -> JobSpecSchema.validate(doc)).problems().toString();
+        assertTrue(nan.contains("quantize.maxDeltaPpl: must be a finite number") && nan.contains("finetune.alpha: must be a finite number"), nan);
+        assertTrue(String.join("", problems("{\"model\": \"" + "/a".repeat(600) + "\"}")).contains("model.path: must be at most 1024 characters"));
+        String many = java.util.stream.IntStream.range(0, 101).mapToObj(i -> "\"m" + i + "\"").collect(java.util.stream.Collectors.joining(","));
+        assertTrue(String.join("", problems("{\"model\": \"/m\", \"quantize\": {\"keep\": [" + many + "]}}"))
+                .contains("quantize.keep: must have at most 100 items, got 101"));
+        assertEquals(Long.MAX_VALUE, JobSpecReader.read("{\"model\": \"/m\", \"finetune\": {\"seed\": 9223372036854775807}}").finetune().seed());
     }
 
     @Test
