@@ -14,6 +14,12 @@ import org.springframework.context.annotation.Import;
 @Import(StageServiceConfig.class)
 public class ArtifactServiceApplication {
 
+    /** Requests whose path is not in plain form are refused before the internal-secret check sees them. */
+    @org.springframework.context.annotation.Bean
+    org.springframework.boot.web.servlet.FilterRegistrationBean<dev.hexforge.web.RequestFirewall> requestFirewall() {
+        return dev.hexforge.web.RequestFirewall.registration();
+    }
+
     public static void main(String[] args) {
         start(args);
     }

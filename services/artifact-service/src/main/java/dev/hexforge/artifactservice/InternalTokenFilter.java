@@ -13,8 +13,10 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 
 /**
- * The internal API answers the gateway only: every call must carry the shared secret in {@code X-Hexforge-Internal}.
- * Tenancy is the gateway's to establish; this service trusts the tenant it is given.
+ * The internal API answers the gateway only: every request, whatever its path, must carry the shared secret in
+ * {@code X-Hexforge-Internal} (deny by default; {@link dev.hexforge.web.RequestFirewall} has refused every other
+ * spelling of a path before this runs). Tenancy is the gateway's to establish: the tenant a request names is taken
+ * only from a caller that holds the secret.
  */
 @Component
 class InternalTokenFilter extends OncePerRequestFilter {
@@ -27,7 +29,7 @@ class InternalTokenFilter extends OncePerRequestFilter {
 
     @Override
     protected boolean shouldNotFilter(HttpServletRequest request) {
-        return !request.getRequestURI().startsWith("/internal/");
+        return false;
     }
 
     @Override

@@ -27,6 +27,19 @@ class GatewayConfig {
         return new Capabilities(s, split(methods), split(targets), split(backends));
     }
 
+    /** Requests whose path is not in plain form are refused before any other filter sees them. */
+    @Bean
+    org.springframework.boot.web.servlet.FilterRegistrationBean<dev.hexforge.web.RequestFirewall> requestFirewall() {
+        return dev.hexforge.web.RequestFirewall.registration();
+    }
+
+    /** The server folders a job may name as inputs (none unless the operator lists them); stage services check again. */
+    @Bean
+    dev.hexforge.contracts.InputPolicy inputPolicy(@Value("${hexforge.input-roots:}") String roots,
+                                                   @Value("${hexforge.input-denied:}") String denied) {
+        return dev.hexforge.contracts.InputPolicy.of(roots, denied);
+    }
+
     @Bean
     dev.hexforge.store.ArtifactStore artifactStore(@Value("${hexforge.s3.endpoint}") String endpoint,
                                                    @Value("${hexforge.s3.access-key}") String access,

@@ -19,9 +19,11 @@ class TokenFilter extends OncePerRequestFilter {
     static final String UI_HEADER = "X-Hexforge-UI";
     private final TokenService tokens;
     private final DeviceService devices;
+    private final UiSessionService sessions;
 
-    TokenFilter(TokenService tokens, DeviceService devices) {
+    TokenFilter(TokenService tokens, DeviceService devices, UiSessionService sessions) {
         this.tokens = tokens;
+        this.sessions = sessions;
         this.devices = devices;
     }
 
@@ -31,7 +33,7 @@ class TokenFilter extends OncePerRequestFilter {
         return p.startsWith("/api/v1/runner/") || (r.getMethod().equals("GET") && (p.startsWith("/api/v1/artifacts/") || p.equals("/api/v1/keys")));
     }
 
-    private static String sessionCookie(HttpServletRequest request) {
+    static String sessionCookie(HttpServletRequest request) {
         if (request.getCookies() == null) {
             return null;
         }
@@ -49,31 +51,39 @@ class TokenFilter extends OncePerRequestFilter {
         response.getWriter().write("{\"error\":\"" + message + "\"}");
     }
 
+    /** What answers without a token: the dashboard's static files, the sign-in, health and the API document. */
+    private static final java.util.Set<String> PUBLIC = java.util.Set.of("/", "/index.html", "/login.html", "/app.js", "/app.css",
+            "/favicon.ico", "/api/v1/health", "/swagger-ui.html", "/v3/api-docs", "/ui/session", "/ui/logout");
+
+    /** Deny by default: every path needs a token but the public ones (the firewall has put paths in one plain form). */
     @Override
     protected boolean shouldNotFilter(HttpServletRequest request) {
         String path = request.getRequestURI();
-        return !path.startsWith("/api/") || path.equals("/api/v1/health");
+        return PUBLIC.contains(path) || path.startsWith("/webjars/") || path.startsWith("/swagger-ui/") || path.startsWith("/v3/api-docs/");
     }
 
     @Override
     protected void doFilterInternal(HttpServletRequest request, HttpServletResponse response, FilterChain chain)
             throws ServletException, IOException {
         String header = request.getHeader("Authorization");
-        String bearer = header != null && header.startsWith("Bearer ") ? header.substring("Bearer ".length()).trim() : null;
+        String bearer = dev.hexforge.web.RequestFirewall.bearer(header);
         if (header == null) {
             String session = sessionCookie(request);
             if (session != null) {
-                // the dashboard: an API token only, and a change only from a page of ours (a header no other site can send)
-                if (!session.startsWith(TokenService.PREFIX)) {
-                    reject(response, HttpServletResponse.SC_UNAUTHORIZED, "sign in again with an API token");
-                    return;
-                }
+                // the dashboard: an open session, and a change only from a page of ours (a header no other site can send)
                 if (!request.getMethod().equals("GET") && !"1".equals(request.getHeader(UI_HEADER))) {
                     reject(response, HttpServletResponse.SC_FORBIDDEN, "a change through the session cookie needs the " + UI_HEADER + " header");
                     return;
                 }
-                bearer = session;
-                header = "cookie";
+                Optional<TokenEntity> signedIn = sessions.lookup(session);
+                if (signedIn.isEmpty()) {
+                    reject(response, HttpServletResponse.SC_UNAUTHORIZED, "the session has ended; sign in again with an API token");
+                    return;
+                }
+                request.setAttribute(TENANT_ATTRIBUTE, signedIn.get().tenant);
+                request.setAttribute(ADMIN_ATTRIBUTE, signedIn.get().admin);
+                chain.doFilter(request, response);
+                return;
             }
         }
         if (bearer != null && bearer.startsWith(DeviceService.PREFIX)) {
