@@ -14,13 +14,15 @@ import java.io.PipedOutputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.function.Supplier;
 
 @Command(name = "upload", mixinStandardHelpOptions = true,
-        description = "Upload a model to the fleet: a Hugging Face folder (packed as tar.gz on the fly) or a zip/tar/tar.gz "
-                + "archive. Prints the upload id to use as `model: {upload: ID}` in a job spec.")
+        description = "Upload a model or a data file to the fleet: a Hugging Face folder (packed as tar.gz on the fly), a "
+                + "zip/tar/tar.gz archive, or training, evaluation or calibration data (.json, .jsonl, .txt). Prints the upload id "
+                + "to use as `model: {upload: ID}` or `finetune: {data: {upload: ID}}` in a job spec.")
 final class UploadCommand implements java.util.concurrent.Callable<Integer> {
-    @Parameters(index = "0", description = "model folder or archive")
+    @Parameters(index = "0", description = "model folder, archive, or data file")
     Path path;
     @Option(names = "--name", description = "name shown for the upload (default: the folder or file name)")
     String name;
@@ -46,9 +48,10 @@ final class UploadCommand implements java.util.concurrent.Callable<Integer> {
         if (json) {
             System.out.println(u.toPrettyString());
         } else {
-            System.out.printf("uploaded %s: %d bytes, %d files, sha256 %s%nupload id %s (in a job spec: model: {upload: %s})%n",
+            boolean data = List.of("json", "jsonl", "text").contains(u.path("format").asText());
+            System.out.printf("uploaded %s: %d bytes, %d files, sha256 %s%nupload id %s (in a job spec: %s: {upload: %s})%n",
                     u.path("name").asText(), u.path("size").asLong(), u.path("files").asInt(), u.path("sha256").asText(),
-                    u.path("id").asText(), u.path("id").asText());
+                    u.path("id").asText(), data ? "finetune.data, finetune.evalData or quantize.calibration" : "model", u.path("id").asText());
         }
         return 0;
     }

@@ -33,15 +33,35 @@ public final class Folders {
             Path parent = file.toAbsolutePath().getParent();
             Files.createDirectories(parent);
             Path tmp = parent.resolve(file.getFileName() + ".partial");
-            Files.writeString(tmp, text);
-            try {
-                Files.setPosixFilePermissions(tmp, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
-            } catch (UnsupportedOperationException ignored) {
-                // not a POSIX file system
+            Files.deleteIfExists(tmp);
+            // created with mode 600, so the secret is never readable by others, not even for a moment
+            java.util.Set<java.nio.file.OpenOption> options = java.util.Set.of(java.nio.file.StandardOpenOption.CREATE_NEW,
+                    java.nio.file.StandardOpenOption.WRITE);
+            java.nio.file.attribute.FileAttribute<?>[] attrs = parent.getFileSystem().supportedFileAttributeViews().contains("posix")
+                    ? new java.nio.file.attribute.FileAttribute<?>[]{java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+                    java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"))}
+                    : new java.nio.file.attribute.FileAttribute<?>[0];
+            try (java.nio.channels.SeekableByteChannel ch = Files.newByteChannel(tmp, options, attrs)) {
+                ch.write(java.nio.ByteBuffer.wrap(text.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
             }
             Files.move(tmp, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
         } catch (IOException e) {
             throw new UncheckedIOException("writing " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Bytes of the regular files under a folder (0 when it is gone). */
+    public static long size(Path dir) {
+        try (Stream<Path> s = Files.walk(dir)) {
+            return s.filter(p -> Files.isRegularFile(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)).mapToLong(p -> {
+                try {
+                    return Files.size(p);
+                } catch (IOException e) {
+                    return 0;
+                }
+            }).sum();
+        } catch (IOException | UncheckedIOException e) {
+            return 0;
         }
     }
 

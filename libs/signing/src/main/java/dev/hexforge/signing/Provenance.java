@@ -26,9 +26,16 @@ public final class Provenance {
     public static final String BUILD_TYPE = "https://hexforge.dev/job/v1";
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    /** What went into the model. */
+    /**
+     * What went into the model. {@code origin}, when set, says who made the signed content if the fleet did not build
+     * it (a sign-only job over a tenant's upload): a signature over it vouches for the bytes, not for how they were made.
+     */
     public record Facts(JsonNode jobSpec, Map<String, String> materials, Map<String, String> versions, String invocationId,
-                        Instant startedOn, Instant finishedOn) {
+                        Instant startedOn, Instant finishedOn, String origin) {
+        public Facts(JsonNode jobSpec, Map<String, String> materials, Map<String, String> versions, String invocationId,
+                     Instant startedOn, Instant finishedOn) {
+            this(jobSpec, materials, versions, invocationId, startedOn, finishedOn, null);
+        }
     }
 
     private Provenance() {
@@ -50,6 +57,7 @@ public final class Provenance {
         ObjectNode build = pred.putObject("buildDefinition");
         build.put("buildType", BUILD_TYPE);
         build.set("externalParameters", facts.jobSpec() == null ? JSON.createObjectNode() : facts.jobSpec());
+        build.putObject("internalParameters").put("origin", facts.origin() == null ? "built by the fleet" : facts.origin());
         ArrayNode deps = build.putArray("resolvedDependencies");
         facts.materials().forEach((name, sha) -> deps.addObject().put("name", name).putObject("digest").put("sha256", sha));
         ObjectNode run = pred.putObject("runDetails");

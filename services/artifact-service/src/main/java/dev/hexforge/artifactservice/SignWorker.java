@@ -57,7 +57,7 @@ class SignWorker extends StageWorker {
     protected StageEvents.Completed run(Attempt a) throws IOException {
         StageEvents.StageRequest req = a.request();
         StageEvents.ArtifactRef out;
-        boolean storedFolder = !req.inputs().isEmpty() && !req.inputs().get(0).kind().equals(StageEvents.MODEL_ARCHIVE);
+        boolean storedFolder = !req.inputs().isEmpty() && !StageEvents.isJobInput(req.inputs().get(0).kind());
         if (!a.spec().sign().provenance() && storedFolder) {
             StageEvents.ArtifactRef in = req.inputs().get(0);
             out = new StageEvents.ArtifactRef(StageEvents.artifactId(req.attemptId(), in.sha256()), in.kind(), in.sha256(),
@@ -66,7 +66,7 @@ class SignWorker extends StageWorker {
             Path folder = a.dir().resolve("signed");
             dev.hexforge.io.Folders.copyTree(a.model(), folder);
             if (a.spec().sign().provenance()) {
-                Provenance.sign(folder, keys.signing(), facts(req, folder));
+                Provenance.sign(folder, keys.signing(), facts(a, folder, storedFolder));
             }
             out = a.storeOutput(folder, storedFolder ? req.inputs().get(0).kind() : "hf-model");
         }
@@ -84,22 +84,27 @@ class SignWorker extends StageWorker {
      * training and calibration data the job read, and every earlier artifact of the job by its OMS root digest; the
      * versions of the tools that made the folder (from its export.json and compile manifest); the times.
      */
-    private Provenance.Facts facts(StageEvents.StageRequest req, Path folder) {
+    private Provenance.Facts facts(Attempt a, Path folder, boolean built) {
+        StageEvents.StageRequest req = a.request();
         List<ArtifactEntity> earlier = artifacts.findByJobIdOrderByCreatedAtAsc(UUID.fromString(req.jobId()));
         JobSpec spec = req.spec();
         Map<String, String> materials = new LinkedHashMap<>();
-        if (spec.model().path() != null && Files.isDirectory(Path.of(spec.model().path()))) {
-            materials.put("base-model:" + spec.model().path(), Provenance.digestOf(Path.of(spec.model().path())));
-        } else if (spec.model().upload() != null) {
-            materials.put("base-model:upload/" + spec.model().upload(), store().sha256(ArtifactStore.uploadKey(spec.model().upload())));
+        JobSpec.Input model = spec.model();
+        if (model.path() != null) {
+            materials.put("base-model:" + model.path(), Provenance.digestOf(a.baseModel()));
+        } else if (model.upload() != null) {
+            materials.put("base-model:upload/" + model.upload(), store().sha256(ArtifactStore.uploadKey(model.upload())));
+        } else {
+            req.inputs().stream().filter(i -> i.kind().equals(StageEvents.BASE_MODEL)).findFirst()
+                    .ifPresent(i -> materials.put("base-model:artifact/" + model.artifact(), i.sha256()));
         }
         List<Stage> stages = spec.stageList();
         if (stages.contains(Stage.FINETUNE)) {
-            file(materials, "finetune-data", spec.finetune().data());
-            file(materials, "finetune-eval-data", spec.finetune().evalData());
+            file(a, materials, "finetune-data", "finetune.data", spec.finetune().data());
+            file(a, materials, "finetune-eval-data", "finetune.evalData", spec.finetune().evalData());
         }
         if (stages.contains(Stage.QUANTIZE)) {
-            file(materials, "calibration-data", spec.quantize().calibration());
+            file(a, materials, "calibration-data", "quantize.calibration", spec.quantize().calibration());
         }
         for (ArtifactEntity e : earlier) {
             materials.put(e.stage + "/" + e.kind, e.rootDigest);
@@ -111,12 +116,20 @@ class SignWorker extends StageWorker {
         versions.putAll(toolVersions(folder));
         JsonNode specJson = ContractsJson.MAPPER.valueToTree(spec);
         Instant started = earlier.isEmpty() ? req.requestedAt() : earlier.get(0).createdAt;
-        return new Provenance.Facts(specJson, materials, versions, req.jobId(), started, Instant.now());
+        String origin = built ? null : (model.path() != null ? "supplied" : "uploaded") + " by tenant " + req.tenant() + " ("
+                + model.describe() + "), not built by the fleet";
+        return new Provenance.Facts(specJson, materials, versions, req.jobId(), started, Instant.now(), origin);
     }
 
-    private static void file(Map<String, String> materials, String name, String path) {
-        if (path != null && Files.isRegularFile(Path.of(path))) {
-            materials.put(name + ":" + path, Provenance.digestOf(Path.of(path)));
+    /** A data file the job read: by the upload's stored digest, or the file's under the input roots. */
+    private void file(Attempt a, Map<String, String> materials, String name, String field, JobSpec.Input input) {
+        if (input == null) {
+            return;
+        }
+        if (input.upload() != null) {
+            materials.put(name + ":upload/" + input.upload(), store().sha256(ArtifactStore.uploadKey(input.upload())));
+        } else {
+            materials.put(name + ":" + input.path(), Provenance.digestOf(a.input(field, input)));
         }
     }
 

@@ -75,13 +75,17 @@ class FinetuneWorker extends StageWorker {
         Path out = work().resolve("jobs").resolve(a.request().jobId()).resolve("adapter");
         restoreCheckpoint(a.request().jobId(), out);
         try (Checkpoint ckpt = Checkpoint.open(model); Tokenizer tok = Tokenizer.load(model)) {
+            if (f.maxLength() > ckpt.config().maxPositionEmbeddings()) { // the deployment's cap was checked at submission
+                throw new IllegalArgumentException("finetune.maxLength: " + f.maxLength() + " is longer than the model's context ("
+                        + ckpt.config().maxPositionEmbeddings() + " positions, max_position_embeddings)");
+            }
             DecoderWeights base = DecoderWeights.load(ckpt);
             ExampleEncoder enc = new ExampleEncoder(tok, o.maxLength());
-            ExampleEncoder.Encoded all = enc.encode(DatasetReader.read(Path.of(f.data())));
+            ExampleEncoder.Encoded all = enc.encode(DatasetReader.read(a.input("finetune.data", f.data())));
             List<EncodedExample> train = all.examples();
             List<EncodedExample> eval;
             if (f.evalData() != null) {
-                eval = enc.encode(DatasetReader.read(Path.of(f.evalData()))).examples();
+                eval = enc.encode(DatasetReader.read(a.input("finetune.evalData", f.evalData()))).examples();
             } else {
                 List<List<EncodedExample>> split = LoraTrainer.split(train, o.evalSplit(), o.seed());
                 train = split.get(0);

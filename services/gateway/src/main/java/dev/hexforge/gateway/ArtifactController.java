@@ -41,7 +41,8 @@ class ArtifactController {
 
     @GetMapping("/api/v1/artifacts/{id}")
     Map<String, Object> get(@PathVariable UUID id, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) {
-        return artifacts.get(u -> u.path("/internal/v1/artifacts/{id}").queryParam("tenant", tenant).build(id));
+        return artifacts.get(u -> u.path("/internal/v1/artifacts/{id}").queryParam("tenant", "{tenant}")
+                .build(Map.of("id", id, "tenant", tenant)));
     }
 
     /** 302 to a presigned URL of one file; {@code GET /api/v1/artifacts/{id}} lists the files. */
@@ -52,8 +53,12 @@ class ArtifactController {
             return ResponseEntity.badRequest().body(Map.of("error", "name the file to download with ?path=...; GET /api/v1/artifacts/"
                     + id + " lists them ('hexforge download " + id + "' fetches and verifies the whole folder)"));
         }
-        Map<String, Object> url = artifacts.get(u -> u.path("/internal/v1/artifacts/{id}/url").queryParam("tenant", tenant)
-                .queryParam("path", path).build(id));
+        if (path.length() > 1024 || path.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
+            return ResponseEntity.badRequest().body(Map.of("error", "path must be a file of the artifact: at most 1024 printable characters"));
+        }
+        // values go in as template variables, so braces or percent signs in them stay text
+        Map<String, Object> url = artifacts.get(u -> u.path("/internal/v1/artifacts/{id}/url").queryParam("tenant", "{tenant}")
+                .queryParam("path", "{path}").build(Map.of("id", id, "tenant", tenant, "path", path)));
         return ResponseEntity.status(HttpStatus.FOUND).header(HttpHeaders.LOCATION, URI.create((String) url.get("url")).toString())
                 .header("X-Expires-At", String.valueOf(url.get("expiresAt"))).body(url);
     }

@@ -14,21 +14,23 @@ import java.time.Duration;
 import java.util.Map;
 
 /**
- * The dashboard's server side (its pages are static files): the sign-in, where an API token entered once becomes an HttpOnly, SameSite=Strict session cookie that
- * {@link TokenFilter} accepts in place of the Authorization header (device tokens are not accepted).
+ * The dashboard's server side (its pages are static files): the sign-in, where an API token entered once opens a
+ * server-side session whose random secret goes in an HttpOnly, SameSite=Strict cookie that {@link TokenFilter} accepts
+ * in place of the Authorization header (device tokens are not accepted), and the sign-out that closes it.
  */
 @RestController
 class DashboardController {
     static final String COOKIE = "hexforge_session";
-    private static final Duration MAX_AGE = Duration.ofHours(12);
     private final TokenService tokens;
+    private final UiSessionService sessions;
 
     private final String exampleModel;
     private final String exampleFinetuneData;
 
-    DashboardController(TokenService tokens, @Value("${hexforge.examples.model-path:}") String exampleModel,
+    DashboardController(TokenService tokens, UiSessionService sessions, @Value("${hexforge.examples.model-path:}") String exampleModel,
                         @Value("${hexforge.examples.finetune-data:}") String exampleFinetuneData) {
         this.tokens = tokens;
+        this.sessions = sessions;
         this.exampleModel = exampleModel;
         this.exampleFinetuneData = exampleFinetuneData;
     }
@@ -39,21 +41,60 @@ class DashboardController {
         return Map.of("modelPath", exampleModel, "finetuneData", exampleFinetuneData);
     }
 
+    /**
+     * Sign-in: the API token buys a server-side session; the cookie holds the session's random secret. Only a post
+     * from a page of this gateway counts (Origin or Sec-Fetch-Site), so another site cannot sign a browser in as its
+     * attacker (login CSRF).
+     */
     @PostMapping(value = "/ui/session", consumes = "application/x-www-form-urlencoded")
-    void signIn(@RequestParam(defaultValue = "") String token, HttpServletResponse response) throws IOException {
-        String t = token.trim();
-        if (!t.startsWith(TokenService.PREFIX) || tokens.lookup(t).isEmpty()) {
+    void signIn(@RequestParam(defaultValue = "") String token, jakarta.servlet.http.HttpServletRequest request,
+                HttpServletResponse response) throws IOException {
+        if (!sameOrigin(request)) {
+            forbidden(response, "sign in from the dashboard's own page");
+            return;
+        }
+        java.util.Optional<TokenEntity> t = tokens.lookup(token.trim());
+        if (t.isEmpty()) {
             response.sendRedirect("/login.html?error=invalid");
             return;
         }
-        response.addHeader(HttpHeaders.SET_COOKIE, cookie(t, MAX_AGE).toString());
+        response.addHeader(HttpHeaders.SET_COOKIE, cookie(sessions.open(t.get()), UiSessionService.LIFETIME).toString());
         response.sendRedirect("/");
     }
 
+    /** Sign-out ends the session on the server too, so a copied cookie stops working at once. */
     @PostMapping("/ui/logout")
-    void signOut(HttpServletResponse response) throws IOException {
+    void signOut(jakarta.servlet.http.HttpServletRequest request, HttpServletResponse response) throws IOException {
+        if (!sameOrigin(request)) {
+            forbidden(response, "sign out from the dashboard's own page");
+            return;
+        }
+        sessions.close(TokenFilter.sessionCookie(request));
         response.addHeader(HttpHeaders.SET_COOKIE, cookie("", Duration.ZERO).toString());
         response.sendRedirect("/login.html");
+    }
+
+    /**
+     * Whether a form post comes from a page of this gateway: browsers send {@code Sec-Fetch-Site} and {@code Origin}
+     * with every post, and another site cannot forge either. A post with neither (no browser) is refused too.
+     */
+    private static void forbidden(HttpServletResponse response, String message) throws IOException {
+        response.setStatus(HttpServletResponse.SC_FORBIDDEN);
+        response.setContentType("application/json");
+        response.getWriter().write("{\"error\":\"" + message + " (a post from another site is refused)\"}");
+    }
+
+    static boolean sameOrigin(jakarta.servlet.http.HttpServletRequest request) {
+        String site = request.getHeader("Sec-Fetch-Site");
+        if (site != null && !site.equals("same-origin")) {
+            return false;
+        }
+        String origin = request.getHeader("Origin");
+        if (origin == null) {
+            return site != null;
+        }
+        String host = request.getHeader("Host");
+        return host != null && (origin.equals("http://" + host) || origin.equals("https://" + host));
     }
 
     private static ResponseCookie cookie(String value, Duration maxAge) {

@@ -26,14 +26,18 @@ import java.util.UUID;
 @RestController
 class DeviceController {
     private final DeviceService devices;
+    private final TaskPolls polls;
 
-    DeviceController(DeviceService devices) {
+    DeviceController(DeviceService devices, TaskPolls polls) {
         this.devices = devices;
+        this.polls = polls;
     }
 
     @PostMapping("/api/v1/devices")
     ResponseEntity<Map<String, Object>> add(@RequestBody Map<String, Object> body, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) {
-        String name = body.get("name") instanceof String n ? n : null;
+        if (!(body.get("name") instanceof String name) || body.size() != 1) {
+            throw new IllegalArgumentException("the body is {\"name\": NAME}: a device name of 1-100 letters, digits, '.', '_' or '-'");
+        }
         String token = devices.add(tenant, name);
         return ResponseEntity.status(HttpStatus.CREATED).body(Map.of("name", name, "tenant", tenant, "token", token,
                 "note", "give the token to the device's runner (HEXFORGE_DEVICE_TOKEN); it is not shown again"));
@@ -53,8 +57,19 @@ class DeviceController {
         }).toList());
     }
 
+    /** Removes a device of the caller's tenant: its token stops working at once and a task it held is queued again. */
+    @org.springframework.web.bind.annotation.DeleteMapping("/api/v1/devices/{id}")
+    ResponseEntity<Map<String, Object>> remove(@PathVariable UUID id, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) {
+        if (!devices.remove(id, tenant)) {
+            return ResponseEntity.status(HttpStatus.NOT_FOUND).body(Map.of("error", "no device " + id));
+        }
+        polls.cancel(id);
+        return ResponseEntity.ok(Map.of("removed", id.toString()));
+    }
+
     @PostMapping("/api/v1/runner/register")
     Map<String, Object> register(@RequestBody DeviceMessages.DeviceInfo info, @RequestAttribute(TokenFilter.DEVICE_ATTRIBUTE) UUID device) {
+        DeviceService.check(info);
         devices.register(device, info);
         return Map.of("registered", device.toString());
     }
@@ -65,19 +80,14 @@ class DeviceController {
         return Map.of("ok", true);
     }
 
-    /** Long poll: a task as soon as one this device can run is queued, or 204 after {@code wait} seconds (at most 30). */
+    /**
+     * Long poll: a task as soon as one this device can run is queued, or 204 after {@code wait} seconds (at most 30).
+     * The request thread is not held while it waits, and a device has one poll waiting at a time (another is 409).
+     */
     @GetMapping("/api/v1/runner/tasks/next")
-    ResponseEntity<DeviceMessages.BenchmarkTask> next(@RequestParam(defaultValue = "25") int wait,
-                                                      @RequestAttribute(TokenFilter.DEVICE_ATTRIBUTE) UUID device) throws InterruptedException {
-        long deadline = System.nanoTime() + Math.min(30, Math.max(0, wait)) * 1_000_000_000L;
-        do {
-            Optional<DeviceMessages.BenchmarkTask> t = devices.lease(device);
-            if (t.isPresent()) {
-                return ResponseEntity.ok(t.get());
-            }
-            Thread.sleep(250);
-        } while (System.nanoTime() < deadline);
-        return ResponseEntity.noContent().build();
+    org.springframework.web.context.request.async.DeferredResult<ResponseEntity<?>> next(@RequestParam(defaultValue = "25") int wait,
+                                                                                         @RequestAttribute(TokenFilter.DEVICE_ATTRIBUTE) UUID device) {
+        return polls.open(device, java.time.Duration.ofSeconds(Math.min(30, Math.max(0, wait))));
     }
 
     @PostMapping("/api/v1/runner/tasks/{id}/result")
@@ -93,6 +103,11 @@ class DeviceController {
     @ExceptionHandler(IllegalArgumentException.class)
     ResponseEntity<Map<String, Object>> bad(IllegalArgumentException e) {
         return ResponseEntity.badRequest().body(Map.of("error", e.getMessage()));
+    }
+
+    @ExceptionHandler(org.springframework.http.converter.HttpMessageNotReadableException.class)
+    ResponseEntity<Map<String, Object>> unreadable(org.springframework.http.converter.HttpMessageNotReadableException e) {
+        return ResponseEntity.badRequest().body(Map.of("error", "the body is not the expected JSON object"));
     }
 
     @ExceptionHandler(IllegalStateException.class)

@@ -74,6 +74,48 @@ public class DeviceService {
         return devices.findByTenantOrderByNameAsc(tenant);
     }
 
+    /** The backends a runner can offer. */
+    static final java.util.Set<String> BACKENDS = java.util.Set.of("ort-cpu", "ort-qnn", "adb-qnn");
+
+    /** A registration a runner may send: known backends, short printable strings. */
+    static void check(DeviceMessages.DeviceInfo info) {
+        if (info == null || info.backends() == null || info.backends().isEmpty()) {
+            throw new IllegalArgumentException("backends: name at least one of " + new java.util.TreeSet<>(BACKENDS));
+        }
+        for (String b : info.backends()) {
+            if (b == null || !BACKENDS.contains(b)) {
+                throw new IllegalArgumentException("backends: '" + b + "' is not one of " + new java.util.TreeSet<>(BACKENDS));
+            }
+        }
+        if (info.soc() != null && !info.soc().matches("[A-Za-z0-9_-]{1,32}")) {
+            throw new IllegalArgumentException("soc: 1-32 letters, digits, '_' or '-'");
+        }
+        for (String s : java.util.Arrays.asList(info.htpArch(), info.os(), info.onnxRuntime(), info.qnnSdk())) {
+            if (s != null && (s.length() > 200 || s.chars().anyMatch(c -> c < 0x20 || c == 0x7f))) {
+                throw new IllegalArgumentException("htpArch, os, onnxRuntime and qnnSdk: at most 200 printable characters");
+            }
+        }
+        if (info.ramBytes() < 0) {
+            throw new IllegalArgumentException("ramBytes: must not be negative");
+        }
+    }
+
+    /** Removes a device of the tenant (false when there is none): its token stops working; a task it held is queued again. */
+    @Transactional
+    public boolean remove(UUID id, String tenant) {
+        Optional<DeviceEntity> d = devices.findById(id).filter(x -> x.tenant.equals(tenant));
+        d.ifPresent(x -> {
+            tasks.findAll().stream().filter(t -> id.equals(t.deviceId) && t.state == BenchmarkTaskEntity.State.LEASED).forEach(t -> {
+                t.state = BenchmarkTaskEntity.State.QUEUED;
+                t.deviceId = null;
+                t.leaseUntil = null;
+            });
+            devices.delete(x);
+            LOG.info("device {} ({}) removed", x.name, x.tenant);
+        });
+        return d.isPresent();
+    }
+
     @Transactional
     public void register(UUID device, DeviceMessages.DeviceInfo info) {
         DeviceEntity d = devices.findById(device).orElseThrow();
@@ -100,8 +142,9 @@ public class DeviceService {
 
     /** Whether a device of the tenant offers the backend (for refusing a benchmark nobody could run). */
     boolean offers(String tenant, String backend) {
-        return devices.findByTenantOrderByNameAsc(tenant).stream().anyMatch(d -> d.info != null
-                && ContractsJson.read(d.info, DeviceMessages.DeviceInfo.class).backends().contains(backend));
+        return devices.findByTenantOrderByNameAsc(tenant).stream().map(d -> d.info == null ? null
+                : ContractsJson.read(d.info, DeviceMessages.DeviceInfo.class)).anyMatch(i -> i != null && i.backends() != null
+                && i.backends().contains(backend));
     }
 
     /** Queues the benchmark attempt for a runner (called by the job state machine, in its transaction). */
@@ -126,6 +169,9 @@ public class DeviceService {
             return Optional.empty();
         }
         DeviceMessages.DeviceInfo info = ContractsJson.read(d.info, DeviceMessages.DeviceInfo.class);
+        if (info.backends() == null) { // registered before registrations were checked
+            return Optional.empty();
+        }
         for (BenchmarkTaskEntity t : tasks.findByTenantAndStateOrderByCreatedAtAsc(d.tenant, BenchmarkTaskEntity.State.QUEUED)) {
             DeviceMessages.BenchmarkTask task = ContractsJson.read(t.task, DeviceMessages.BenchmarkTask.class);
             boolean selected = t.selector == null || t.selector.equalsIgnoreCase(d.name)

@@ -13,6 +13,7 @@ import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Service;
 import org.springframework.transaction.annotation.Transactional;
 
+import java.nio.file.Path;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
@@ -33,9 +34,18 @@ public class JobService {
     private final UploadRepository uploads;
     private final OutboxRelay relay;
     private final DeviceService devices;
+    private final dev.hexforge.contracts.InputPolicy policy;
+    private final ArtifactServiceClient artifacts;
+    private final int maxSequence;
+    /** Artifact kinds that are Hugging Face model folders, so a job can start from them. */
+    private static final java.util.Set<String> MODEL_KINDS = java.util.Set.of("hf-model", "quantized-checkpoint");
 
     JobService(JobRepository jobs, AttemptRepository attempts, OutboxRepository outbox, Capabilities capabilities,
-               UploadRepository uploads, OutboxRelay relay, DeviceService devices) {
+               UploadRepository uploads, OutboxRelay relay, DeviceService devices, dev.hexforge.contracts.InputPolicy policy,
+               ArtifactServiceClient artifacts, @org.springframework.beans.factory.annotation.Value("${hexforge.limits.max-sequence:2048}") int maxSequence) {
+        this.policy = policy;
+        this.artifacts = artifacts;
+        this.maxSequence = maxSequence;
         this.relay = relay;
         this.devices = devices;
         this.uploads = uploads;
@@ -59,14 +69,31 @@ public class JobService {
                 throw new dev.hexforge.contracts.InvalidJobSpecException(missing);
             }
         }
-        UploadEntity upload = spec.model().upload() == null ? null : upload(spec.model().upload(), tenant);
-        List<ArtifactRef> inputs = upload == null ? List.of() : List.of(archive(upload));
-        String modelName = upload == null ? spec.model().path() : upload.name;
+        List<dev.hexforge.contracts.Problem> problems = new java.util.ArrayList<>();
+        List<ArtifactRef> inputs = new java.util.ArrayList<>(modelInput(spec.model(), tenant, problems));
+        checkLimits(spec, problems);
+        java.util.Set<String> firstReads = dataFields(spec.stageList().get(0));
+        namedFiles(spec).forEach((field, input) -> { // every file named is checked, read by a stage of this job or not
+            if (input == null) {
+                return;
+            }
+            if (input.path() != null) {
+                checkPath(field + ".path", input.path(), false, problems);
+            } else {
+                upload(field + ".upload", input.upload(), tenant, false, problems).filter(u -> firstReads.contains(field))
+                        .map(u -> fileRef(field, u)).ifPresent(inputs::add);
+            }
+        });
+        if (!problems.isEmpty()) {
+            throw new dev.hexforge.contracts.InvalidJobSpecException(problems);
+        }
+        String modelName = spec.model().upload() != null ? uploads.findById(UUID.fromString(spec.model().upload())).map(u -> u.name).orElse("model")
+                : spec.model().artifact() != null ? "artifact " + spec.model().artifact() : Path.of(spec.model().path()).getFileName().toString();
         Instant now = Instant.now();
         JobEntity j = new JobEntity();
         j.id = UUID.randomUUID();
         j.tenant = tenant;
-        j.name = spec.name() != null ? spec.name() : modelName;
+        j.name = spec.name() != null ? spec.name() : modelName.length() > 200 ? modelName.substring(0, 200) : modelName;
         j.spec = ContractsJson.write(spec);
         j.state = JobEntity.State.RUNNING;
         j.createdAt = now;
@@ -77,25 +104,112 @@ public class JobService {
         return j;
     }
 
-    /** The job's uploaded model archive as a stage input; none when the model is a path the services read. */
-    private List<ArtifactRef> baseModel(JobSpec spec, String tenant) {
-        return spec.model().upload() == null ? List.of() : List.of(archive(upload(spec.model().upload(), tenant)));
+    /** The job's base model as the stage input its first attempt was given (an upload or an artifact); none for a path. */
+    private List<ArtifactRef> baseModel(JobEntity j) {
+        return attempts.findByJobIdOrderByStartedAtAsc(j.id).stream().findFirst()
+                .map(a -> java.util.Arrays.stream(ContractsJson.read(a.inputs, ArtifactRef[].class))
+                        .filter(i -> i.kind().equals(StageEvents.MODEL_ARCHIVE) || i.kind().equals(StageEvents.BASE_MODEL)).toList())
+                .orElse(List.of());
     }
 
-    private static ArtifactRef archive(UploadEntity u) {
-        return new ArtifactRef(u.id.toString(), StageEvents.MODEL_ARCHIVE, u.sha256, u.size, u.objectKey);
-    }
-
-    private UploadEntity upload(String id, String tenant) {
-        UUID uuid;
-        try {
-            uuid = UUID.fromString(id);
-        } catch (IllegalArgumentException e) {
-            uuid = null;
+    /** The base model as a stage input: the tenant's upload or artifact; a server path is checked and passed in the spec. */
+    private List<ArtifactRef> modelInput(JobSpec.Input model, String tenant, List<dev.hexforge.contracts.Problem> problems) {
+        if (model.upload() != null) {
+            return upload("model.upload", model.upload(), tenant, true, problems)
+                    .map(u -> List.of(new ArtifactRef(u.id.toString(), StageEvents.MODEL_ARCHIVE, u.sha256, u.size, u.objectKey)))
+                    .orElse(List.of());
         }
-        return (uuid == null ? Optional.<UploadEntity>empty() : uploads.findByIdAndTenant(uuid, tenant))
-                .orElseThrow(() -> new dev.hexforge.contracts.InvalidJobSpecException(List.of(new dev.hexforge.contracts.Problem(
-                        "model.upload", "no upload '" + id + "'; upload the model first (POST /api/v1/uploads or `hexforge upload DIR`)"))));
+        if (model.artifact() != null) {
+            Map<String, Object> a;
+            try {
+                a = artifacts.get(u -> u.path("/internal/v1/artifacts/{id}").queryParam("tenant", "{tenant}")
+                        .build(Map.of("id", model.artifact(), "tenant", tenant)));
+            } catch (ArtifactServiceClient.ArtifactServiceException e) {
+                if (e.status == 404) {
+                    problems.add(new dev.hexforge.contracts.Problem("model.artifact", "no artifact '" + model.artifact() + "'"));
+                    return List.of();
+                }
+                throw e;
+            }
+            if (!MODEL_KINDS.contains(String.valueOf(a.get("kind")))) {
+                problems.add(new dev.hexforge.contracts.Problem("model.artifact", "artifact '" + model.artifact() + "' is a "
+                        + a.get("kind") + ", not a model folder (" + String.join(", ", new java.util.TreeSet<>(MODEL_KINDS)) + ")"));
+                return List.of();
+            }
+            return List.of(new ArtifactRef(model.artifact(), StageEvents.BASE_MODEL, String.valueOf(a.get("sha256")),
+                    ((Number) a.get("size")).longValue(), null));
+        }
+        checkPath("model.path", model.path(), true, problems);
+        return List.of();
+    }
+
+    private void checkPath(String field, String path, boolean folder, List<dev.hexforge.contracts.Problem> problems) {
+        try {
+            policy.resolve(field, path, folder);
+        } catch (dev.hexforge.contracts.InputPolicy.RefusedPathException e) {
+            problems.add(e.problem());
+        }
+    }
+
+    /** Files the job names, by field (null where not given). */
+    private static Map<String, JobSpec.Input> namedFiles(JobSpec spec) {
+        Map<String, JobSpec.Input> m = new java.util.LinkedHashMap<>();
+        m.put("finetune.data", spec.finetune().data());
+        m.put("finetune.evalData", spec.finetune().evalData());
+        m.put("quantize.calibration", spec.quantize().calibration());
+        return m;
+    }
+
+    /** The fields naming the data files a stage reads. */
+    private static java.util.Set<String> dataFields(Stage stage) {
+        return switch (stage) {
+            case FINETUNE -> java.util.Set.of("finetune.data", "finetune.evalData");
+            case QUANTIZE -> java.util.Set.of("quantize.calibration");
+            default -> java.util.Set.of();
+        };
+    }
+
+    private static ArtifactRef fileRef(String field, UploadEntity u) {
+        return new ArtifactRef(u.id.toString(), StageEvents.inputKind(field, UploadService.extensionOf(u.format)), u.sha256, u.size,
+                u.objectKey);
+    }
+
+    /** The uploaded data files a later stage reads, as its inputs (checked at submission; paths travel in the spec). */
+    private List<ArtifactRef> dataInputs(JobSpec spec, Stage stage, String tenant) {
+        List<ArtifactRef> out = new java.util.ArrayList<>();
+        namedFiles(spec).forEach((field, input) -> {
+            if (input != null && input.upload() != null && dataFields(stage).contains(field)) {
+                uploads.findByIdAndTenant(UUID.fromString(input.upload()), tenant).ifPresent(u -> out.add(fileRef(field, u)));
+            }
+        });
+        return out;
+    }
+
+    /** Sequence lengths this deployment allows (attention memory grows with their square), and the model's own limits. */
+    private void checkLimits(JobSpec spec, List<dev.hexforge.contracts.Problem> problems) {
+        if (spec.stageList().contains(Stage.FINETUNE) && spec.finetune().maxLength() > maxSequence) {
+            problems.add(new dev.hexforge.contracts.Problem("finetune.maxLength", "must be at most " + maxSequence
+                    + " on this fleet (hexforge.limits.max-sequence), got " + spec.finetune().maxLength()));
+        }
+        if (spec.stageList().contains(Stage.QUANTIZE) && spec.quantize().calibrationLength() > maxSequence) {
+            problems.add(new dev.hexforge.contracts.Problem("quantize.calibrationLength", "must be at most " + maxSequence
+                    + " on this fleet (hexforge.limits.max-sequence), got " + spec.quantize().calibrationLength()));
+        }
+    }
+
+    /** One of the tenant's uploads, of the expected sort (a model archive or a data file). */
+    private Optional<UploadEntity> upload(String field, String id, String tenant, boolean archive, List<dev.hexforge.contracts.Problem> problems) {
+        Optional<UploadEntity> u = uploads.findByIdAndTenant(UUID.fromString(id), tenant);
+        if (u.isEmpty()) {
+            problems.add(new dev.hexforge.contracts.Problem(field, "no upload '" + id + "'; " + (archive
+                    ? "upload the model first (POST /api/v1/uploads or `hexforge upload DIR`)"
+                    : "upload the file first (POST /api/v1/uploads?name=FILE.jsonl)")));
+        } else if (UploadService.isDataFormat(u.get().format) == archive) {
+            problems.add(new dev.hexforge.contracts.Problem(field, "upload '" + id + "' is a " + u.get().format + (archive
+                    ? " file, not a model archive" : " model archive, not a data file (.json, .jsonl or .txt)")));
+            return Optional.empty();
+        }
+        return u;
     }
 
     private void dispatch(JobEntity j, JobSpec spec, Stage stage, List<ArtifactRef> inputs) {
@@ -179,11 +293,11 @@ public class JobService {
             List<Stage> stages = spec.stageList();
             int next = stages.indexOf(c.stage()) + 1;
             if (next < stages.size()) {
-                List<ArtifactRef> inputs = c.outputs();
+                List<ArtifactRef> inputs = new java.util.ArrayList<>(c.outputs());
                 if (stages.get(next) == Stage.MERGE) { // the adapter, and the base model it is merged into
-                    inputs = new java.util.ArrayList<>(inputs);
-                    inputs.addAll(baseModel(spec, j.tenant));
+                    inputs.addAll(baseModel(j));
                 }
+                inputs.addAll(dataInputs(spec, stages.get(next), j.tenant));
                 dispatch(j, spec, stages.get(next), inputs);
             } else {
                 j.state = JobEntity.State.COMPLETED;

@@ -35,6 +35,10 @@ interface UploadRepository extends JpaRepository<UploadEntity, UUID> {
     Optional<UploadEntity> findByIdAndTenant(UUID id, String tenant);
 
     Page<UploadEntity> findByTenantOrderByCreatedAtDesc(String tenant, Pageable page);
+
+    /** What a tenant's uploads unpack to, together. */
+    @org.springframework.data.jpa.repository.Query("select coalesce(sum(u.unpackedSize), 0) from UploadEntity u where u.tenant = ?1")
+    long unpackedBytes(String tenant);
 }
 
 interface DeviceRepository extends JpaRepository<DeviceEntity, UUID> {

@@ -33,19 +33,22 @@ class TokenController {
                                                @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant,
                                                @RequestAttribute(TokenFilter.ADMIN_ATTRIBUTE) boolean admin) {
         Map<String, Object> b = body == null ? Map.of() : body;
-        String forTenant = b.get("tenant") instanceof String t ? t : tenant;
-        String name = b.get("name") instanceof String n ? n : "token";
         for (String key : b.keySet()) {
             if (!List.of("tenant", "name").contains(key)) {
                 return ResponseEntity.badRequest().body(Map.of("error", "unknown field '" + key + "' (tenant, name)"));
             }
+            if (b.get(key) != null && !(b.get(key) instanceof String)) { // refused, never defaulted
+                return ResponseEntity.badRequest().body(Map.of("error", key + " must be a string"));
+            }
         }
+        String forTenant = b.get("tenant") instanceof String t ? t : tenant;
+        String name = b.get("name") instanceof String n ? n : "token";
         if (!forTenant.equals(tenant) && !admin) {
             return ResponseEntity.status(HttpStatus.FORBIDDEN).body(Map.of("error",
                     "only an admin token creates tokens of other tenants; this token belongs to '" + tenant + "'"));
         }
-        if (name.isBlank() || name.length() > 200) {
-            return ResponseEntity.badRequest().body(Map.of("error", "name must be 1-200 characters"));
+        if (name.isBlank() || name.length() > 200 || name.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
+            return ResponseEntity.badRequest().body(Map.of("error", "name must be 1-200 printable characters"));
         }
         String secret;
         try {

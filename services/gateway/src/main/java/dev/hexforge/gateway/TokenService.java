@@ -37,6 +37,8 @@ interface TokenRepository extends JpaRepository<TokenEntity, UUID> {
 @Service
 public class TokenService {
     public static final String PREFIX = "hxf_";
+    /** Tenant names: they appear in storage keys and logs, so no '.' or '..' alone and nothing but these characters. */
+    public static final String TENANT_PATTERN = "[A-Za-z0-9][A-Za-z0-9._-]{0,99}";
     private static final Logger LOG = LoggerFactory.getLogger(TokenService.class);
     private final TokenRepository tokens;
     private final String bootstrapFile;
@@ -55,8 +57,8 @@ public class TokenService {
 
     @Transactional
     public String create(String tenant, String name, boolean admin) {
-        if (tenant == null || !tenant.matches("[a-zA-Z0-9._-]{1,100}")) {
-            throw new IllegalArgumentException("tenant must be 1-100 letters, digits, '.', '_' or '-'");
+        if (tenant == null || !tenant.matches(TENANT_PATTERN)) {
+            throw new IllegalArgumentException("tenant must be 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit");
         }
         String token = newSecret(PREFIX);
         TokenEntity t = new TokenEntity();

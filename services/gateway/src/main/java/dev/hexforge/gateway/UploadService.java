@@ -29,6 +29,7 @@ class UploadService {
     private final ArtifactStore store;
     private final UploadRepository uploads;
     private final long maxBytes;
+    private final long tenantQuota;
 
     /** An upload refused with an HTTP status and a message saying what was wrong. */
     static final class UploadRejectedException extends RuntimeException {
@@ -40,10 +41,12 @@ class UploadService {
         }
     }
 
-    UploadService(ArtifactStore store, UploadRepository uploads, @Value("${hexforge.uploads.max-size}") DataSize max) {
+    UploadService(ArtifactStore store, UploadRepository uploads, @Value("${hexforge.uploads.max-size}") DataSize max,
+                  @Value("${hexforge.uploads.tenant-quota:500GB}") DataSize quota) {
         this.store = store;
         this.uploads = uploads;
         this.maxBytes = max.toBytes();
+        this.tenantQuota = quota.toBytes();
     }
 
     long maxBytes() {
@@ -80,15 +83,24 @@ class UploadService {
             throw new UploadRejectedException(400, "the upload was cut off: " + in.count + " of " + declaredLength
                     + " bytes arrived; nothing was stored — send it again");
         }
+        String dataFormat = dataFormatOf(name);
         ModelArchive.Listing listing;
         try (InputStream stored = store.getStream(key)) {
-            listing = ModelArchive.scan(stored, ModelArchive.Limits.DEFAULT);
+            // a data file is read by the stage that names it (and its errors reported there); an archive is checked here
+            listing = dataFormat != null ? null : ModelArchive.scan(stored, ModelArchive.Limits.DEFAULT);
         } catch (ModelArchive.ArchiveException e) {
             store.deleteQuietly(key);
             throw new UploadRejectedException(400, "'" + name + "' was refused: " + e.getMessage());
         } catch (IOException e) {
             store.deleteQuietly(key);
             throw new UploadRejectedException(503, "reading the stored upload back: " + e.getMessage());
+        }
+        long unpacked = listing == null ? in.count : listing.unpackedBytes();
+        long held = uploads.unpackedBytes(tenant);
+        if (held + unpacked > tenantQuota) {
+            store.deleteQuietly(key);
+            throw new UploadRejectedException(413, "'" + name + "' unpacks to " + unpacked + " bytes; this tenant's uploads already "
+                    + "hold " + held + " of the " + tenantQuota + " allowed (hexforge.uploads.tenant-quota); nothing was stored");
         }
         UploadEntity u = new UploadEntity();
         u.id = id;
@@ -97,13 +109,28 @@ class UploadService {
         u.size = in.count;
         u.sha256 = HexFormat.of().formatHex(in.digest.digest());
         u.objectKey = key;
-        u.format = listing.format().name().toLowerCase().replace('_', '.');
-        u.files = listing.files();
-        u.unpackedSize = listing.unpackedBytes();
+        u.format = dataFormat != null ? dataFormat : listing.format().name().toLowerCase().replace('_', '.');
+        u.files = listing == null ? 1 : listing.files();
+        u.unpackedSize = unpacked;
         u.createdAt = Instant.now();
         uploads.save(u);
         LOG.info("upload {} ({}, {} bytes, {} files) stored for tenant {}", id, name, u.size, u.files, tenant);
         return u;
+    }
+
+    /** Data files (training, evaluation, calibration) are told by their name; anything else must be a model archive. */
+    static String dataFormatOf(String name) {
+        String n = name.toLowerCase(java.util.Locale.ROOT);
+        return n.endsWith(".jsonl") ? "jsonl" : n.endsWith(".json") ? "json" : n.endsWith(".txt") ? "text" : null;
+    }
+
+    /** The file extension of a data format. */
+    static String extensionOf(String format) {
+        return format.equals("text") ? "txt" : format;
+    }
+
+    static boolean isDataFormat(String format) {
+        return format.equals("jsonl") || format.equals("json") || format.equals("text");
     }
 
     /** Counts, hashes and limits the request body, remembering why it stopped. */

@@ -57,7 +57,7 @@ class QuantizeWorker extends StageWorker {
     protected StageEvents.Completed run(Attempt a) {
         QuantizePipeline.Result r;
         try (Checkpoint ckpt = Checkpoint.open(a.model())) {
-            r = QuantizePipeline.run(ckpt, options(a.spec().quantize()), a.dir().resolve("out"),
+            r = QuantizePipeline.run(ckpt, options(a, a.spec().quantize()), a.dir().resolve("out"),
                     (what, done, total) -> a.progress(total == 0 ? 0 : 90.0 * done / total, what, Map.of(), false));
         }
         Map<String, Object> report = ContractsJson.MAPPER.convertValue(r.report(), new TypeReference<Map<String, Object>>() { });
@@ -82,8 +82,8 @@ class QuantizeWorker extends StageWorker {
         return super.triage(e);
     }
 
-    private QuantizeOptions options(JobSpec.Quantize q) {
-        Path calib = q.calibration() != null ? Path.of(q.calibration()) : BundledData.calibration(work());
+    private QuantizeOptions options(Attempt a, JobSpec.Quantize q) {
+        Path calib = q.calibration() != null ? a.input("quantize.calibration", q.calibration()) : BundledData.calibration(work());
         return new QuantizeOptions(q.method(), new QuantSpec(q.bits(), q.group(), q.symmetric() || q.bits() == 8 && q.group() == 0),
                 q.keep(), "checkpoint", ExportOptions.dynamic(),
                 new QuantizeOptions.Calibration(calib, q.calibrationSamples(), q.calibrationLength(), 0),

@@ -33,6 +33,12 @@ public interface Attempt {
     Path baseModel();
 
     /**
+     * A file the job names as input ({@code finetune.data}, {@code quantize.calibration}, ...): its upload, fetched into
+     * this attempt's folder and checked against its digest, or its server path, checked against the input roots.
+     */
+    Path input(String field, dev.hexforge.contracts.JobSpec.Input value);
+
+    /**
      * Reports progress; calls closer together than the service's interval are dropped unless {@code force}. A
      * negative percent leaves the last one standing (metrics-only updates).
      */

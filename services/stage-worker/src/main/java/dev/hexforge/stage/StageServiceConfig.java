@@ -33,6 +33,13 @@ public class StageServiceConfig {
         return new ArtifactStore(endpoint, access, secret);
     }
 
+    /** The server folders a job may name as inputs (none unless the operator lists them). */
+    @Bean
+    dev.hexforge.contracts.InputPolicy inputPolicy(@Value("${hexforge.input-roots:}") String roots,
+                                                   @Value("${hexforge.input-denied:}") String denied) {
+        return dev.hexforge.contracts.InputPolicy.of(roots, denied);
+    }
+
     @Bean(STAGE_REQUESTS)
     ConcurrentKafkaListenerContainerFactory<String, String> stageRequests(ConsumerFactory<String, String> consumers) {
         ConcurrentKafkaListenerContainerFactory<String, String> f = new ConcurrentKafkaListenerContainerFactory<>();

@@ -55,6 +55,8 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
     private java.util.concurrent.ExecutorService pool;
     private java.util.concurrent.ScheduledExecutorService beats;
     private KafkaListenerEndpointRegistry registry;
+    private dev.hexforge.contracts.InputPolicy inputs = dev.hexforge.contracts.InputPolicy.denyAll();
+    private long cacheBytes = 20L << 30;
 
     protected StageWorker(Stage stage, KafkaTemplate<String, String> kafka, ArtifactStore store, Path work,
                           Duration progressInterval) {
@@ -68,10 +70,13 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
     /** Pool size and heartbeat from configuration; the registry to pause and resume this stage's listener with. */
     @Autowired
     void configure(@Value("${hexforge.worker.threads:1}") int threads, @Value("${hexforge.worker.heartbeat:10s}") Duration heartbeat,
-                   KafkaListenerEndpointRegistry registry) {
+                   @Value("${hexforge.worker.cache-size:20GB}") org.springframework.util.unit.DataSize cache,
+                   KafkaListenerEndpointRegistry registry, dev.hexforge.contracts.InputPolicy inputs) {
         this.threads = Math.max(1, threads);
         this.heartbeat = heartbeat;
+        this.cacheBytes = cache.toBytes();
         this.registry = registry;
+        this.inputs = inputs;
     }
 
     private synchronized java.util.concurrent.ExecutorService pool() {
@@ -161,6 +166,10 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
         if (e instanceof SafetensorsException) {
             return new StageEvents.StageError("WEIGHTS_CORRUPT", msg, "re-upload or re-download the model's safetensors files");
         }
+        if (e instanceof dev.hexforge.contracts.InputPolicy.RefusedPathException) {
+            return new StageEvents.StageError("INPUT_REFUSED", msg, "upload the input and name it by id, or ask the operator "
+                    + "to add its folder to hexforge.input-roots");
+        }
         if (e instanceof IllegalArgumentException) {
             return new StageEvents.StageError("BAD_REQUEST", msg, "fix the job spec and resume the job");
         }
@@ -230,9 +239,26 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
                 LOG.info("{} attempt {} stopped: the job was cancelled ({})", stage.id(), req.attemptId(), e.getMessage());
                 return;
             }
-            LOG.info("{} attempt {} failed: {}", stage.id(), req.attemptId(), e.getMessage());
+            StageEvents.StageError error = triage(e);
+            if (error.code().equals("INTERNAL")) {
+                LOG.warn("{} attempt {} failed unexpectedly", stage.id(), req.attemptId(), e);
+            } else {
+                LOG.info("{} attempt {} failed: {}", stage.id(), req.attemptId(), e.getMessage());
+            }
             send(req.jobId(), ContractsJson.write(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, req.jobId(),
-                    req.attemptId(), stage, Instant.now(), triage(e), Map.of())));
+                    req.attemptId(), stage, Instant.now(), error, Map.of())));
+        } catch (OutOfMemoryError e) {
+            // what the attempt allocated is unreachable once this frame unwinds; the worker lives on for the next request
+            LOG.warn("{} attempt {} ran out of memory", stage.id(), req.attemptId());
+            send(req.jobId(), ContractsJson.write(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, req.jobId(),
+                    req.attemptId(), stage, Instant.now(), new StageEvents.StageError("OUT_OF_MEMORY",
+                    "the " + stage.id() + " stage needed more memory than this service has (" + (Runtime.getRuntime().maxMemory() >> 20)
+                            + " MB heap)", "use a smaller batch, sequence length or model, or give the service more memory"), Map.of())));
+        } catch (Error e) {
+            LOG.error("{} attempt {} failed with an error", stage.id(), req.attemptId(), e);
+            send(req.jobId(), ContractsJson.write(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, req.jobId(),
+                    req.attemptId(), stage, Instant.now(), new StageEvents.StageError("INTERNAL", e.toString(),
+                    "resume the job; report it if it persists"), Map.of())));
         } finally {
             running.remove(req.attemptId());
             Folders.deleteQuietly(dir);
@@ -246,10 +272,12 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
     private synchronized Path unpacked(StageEvents.ArtifactRef archive) {
         Path cached = work.resolve("cache").resolve(archive.sha256());
         if (Files.isDirectory(cached)) {
+            touch(cached);
             return cached;
         }
         try {
             Files.createDirectories(cached.getParent());
+            trimCache(cached.getParent(), archive.size());
             java.security.MessageDigest md = java.security.MessageDigest.getInstance("SHA-256");
             try (java.io.InputStream in = new java.security.DigestInputStream(store.getStream(archive.key()), md)) {
                 ModelArchive.extract(in, cached, ModelArchive.Limits.DEFAULT);
@@ -264,6 +292,44 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
             return cached;
         } catch (java.io.IOException | java.security.NoSuchAlgorithmException e) {
             throw new ArtifactStore.StoreException("unpacking uploaded archive " + archive.id() + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static void touch(Path dir) {
+        try {
+            Files.setLastModifiedTime(dir, java.nio.file.attribute.FileTime.from(Instant.now()));
+        } catch (java.io.IOException ignored) {
+            // only the eviction order suffers
+        }
+    }
+
+    /**
+     * Keeps the unpacked-archive cache under {@code hexforge.worker.cache-size}: the least recently used folders go
+     * first, until the one about to be unpacked (its archive size is the best guess) fits.
+     */
+    private void trimCache(Path cache, long incoming) throws java.io.IOException {
+        List<Path> entries;
+        try (var s = Files.list(cache)) {
+            entries = s.filter(Files::isDirectory).sorted(java.util.Comparator.comparing(p -> {
+                try {
+                    return Files.getLastModifiedTime(p);
+                } catch (java.io.IOException e) {
+                    return java.nio.file.attribute.FileTime.fromMillis(0);
+                }
+            })).collect(java.util.stream.Collectors.toCollection(java.util.ArrayList::new));
+        }
+        long total = 0;
+        java.util.Map<Path, Long> sizes = new java.util.HashMap<>();
+        for (Path p : entries) {
+            long n = Folders.size(p);
+            sizes.put(p, n);
+            total += n;
+        }
+        while (!entries.isEmpty() && total + incoming > cacheBytes) {
+            Path oldest = entries.remove(0);
+            LOG.info("unpacked-archive cache over {} bytes: removing {}", cacheBytes, oldest.getFileName());
+            Folders.deleteTree(oldest);
+            total -= sizes.get(oldest);
         }
     }
 
@@ -331,9 +397,10 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
             if (model != null) {
                 return model;
             }
-            if (!req.inputs().isEmpty() && !req.inputs().get(0).kind().equals(StageEvents.MODEL_ARCHIVE)) {
+            java.util.Optional<StageEvents.ArtifactRef> previous = req.inputs().stream().filter(i -> !StageEvents.isJobInput(i.kind())).findFirst();
+            if (previous.isPresent()) {
                 Path in = dir.resolve("in").resolve("model"); // a stable name: exports record it
-                store.getFolder(req.inputs().get(0).sha256(), in);
+                store.getFolder(previous.get().sha256(), in);
                 model = in;
             } else {
                 model = baseModel();
@@ -343,9 +410,47 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
 
         @Override
         public Path baseModel() {
-            return req.inputs().stream().filter(i -> i.kind().equals(StageEvents.MODEL_ARCHIVE)).findFirst()
-                    .map(StageWorker.this::unpacked)
-                    .orElseGet(() -> Path.of(req.spec().model().path()));
+            java.util.Optional<StageEvents.ArtifactRef> ref = req.inputs().stream()
+                    .filter(i -> i.kind().equals(StageEvents.MODEL_ARCHIVE) || i.kind().equals(StageEvents.BASE_MODEL)).findFirst();
+            if (ref.isPresent() && ref.get().kind().equals(StageEvents.MODEL_ARCHIVE)) {
+                return unpacked(ref.get());
+            }
+            if (ref.isPresent()) { // an artifact of the tenant's, checked by the gateway
+                Path in = dir.resolve("in").resolve("base-model");
+                if (!Files.isDirectory(in)) {
+                    store.getFolder(ref.get().sha256(), in);
+                }
+                return in;
+            }
+            if (req.spec().model().path() == null) {
+                throw new IllegalArgumentException("model: the request names no input for it (" + req.spec().model().describe() + ")");
+            }
+            return inputs.resolve("model.path", req.spec().model().path(), true);
+        }
+
+        @Override
+        public Path input(String field, dev.hexforge.contracts.JobSpec.Input value) {
+            if (value.path() != null) {
+                return inputs.resolve(field + ".path", value.path(), false);
+            }
+            StageEvents.ArtifactRef ref = req.inputs().stream().filter(i -> StageEvents.isInputFor(i.kind(), field)).findFirst()
+                    .orElseThrow(() -> new IllegalArgumentException(field + ": the request carries no upload for it"));
+            Path file = dir.resolve("inputs").resolve(StageEvents.inputFileName(ref.kind()));
+            try {
+                Files.createDirectories(file.getParent());
+                java.security.MessageDigest md = java.security.MessageDigest.getInstance("SHA-256");
+                try (java.io.InputStream in = new java.security.DigestInputStream(store.getStream(ref.key()), md)) {
+                    Files.copy(in, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                }
+                String got = java.util.HexFormat.of().formatHex(md.digest());
+                if (!got.equals(ref.sha256())) {
+                    throw new ArtifactStore.StoreException("upload " + ref.id() + " is corrupt in storage: sha256 " + got
+                            + ", uploaded as " + ref.sha256());
+                }
+                return file;
+            } catch (java.io.IOException | java.security.NoSuchAlgorithmException e) {
+                throw new ArtifactStore.StoreException("reading upload " + ref.id() + ": " + e.getMessage(), e);
+            }
         }
 
         @Override

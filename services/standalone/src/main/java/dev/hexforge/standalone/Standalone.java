@@ -93,6 +93,7 @@ public final class Standalone implements AutoCloseable {
         String secret = s3Secret(home);
         EmbeddedInfra infra = EmbeddedInfra.start(home, ports, secret);
         String kafka = "--spring.kafka.bootstrap-servers=" + infra.kafka().bootstrapServers();
+        String[] inputs = inputPolicy(home);
         List<ConfigurableApplicationContext> services = new ArrayList<>();
         try {
             String s3 = "--hexforge.s3.endpoint=" + infra.s3().endpoint();
@@ -103,7 +104,7 @@ public final class Standalone implements AutoCloseable {
             starters.put("compile", CompileServiceApplication::start);
             starters.forEach((name, start) -> services.add(start.apply(new String[]{kafka, s3,
                     "--hexforge.s3.secret-key=" + secret, "--hexforge.work-dir=" + home.resolve("work/" + name),
-                    "--spring.main.banner-mode=off", "--spring.main.log-startup-info=false"})));
+                    "--spring.main.banner-mode=off", "--spring.main.log-startup-info=false", inputs[0], inputs[1]})));
             String internal = "--hexforge.internal-token=" + secret(home.resolve("secrets/internal-token"));
             String[] db = {"--spring.datasource.url=" + infra.postgres().jdbcUrl(),
                     "--spring.datasource.username=" + infra.postgres().user(),
@@ -111,7 +112,7 @@ public final class Standalone implements AutoCloseable {
             ConfigurableApplicationContext artifacts = ArtifactServiceApplication.start(kafka, s3, "--hexforge.s3.secret-key=" + secret,
                     "--hexforge.work-dir=" + home.resolve("work/artifacts"), "--hexforge.signing.key=" + signingKey(home),
                     "--hexforge.signing.generate=true", internal, "--server.port=0", "--server.address=127.0.0.1",
-                    db[0], db[1], db[2], "--spring.main.banner-mode=off", "--spring.main.log-startup-info=false");
+                    db[0], db[1], db[2], "--spring.main.banner-mode=off", "--spring.main.log-startup-info=false", inputs[0], inputs[1]);
             services.add(artifacts);
             ConfigurableApplicationContext gateway = new SpringApplicationBuilder(GatewayApplication.class).run(kafka,
                     "--hexforge.stages=" + STAGES, "--hexforge.compile-targets=" + compileTargets(),
@@ -120,7 +121,7 @@ public final class Standalone implements AutoCloseable {
                     "--hexforge.examples.finetune-data=" + StandaloneMain.hexforgeHome().resolve("fixtures/lora-task/train.json").toAbsolutePath().normalize(),
                     "--server.port=" + gatewayPort, db[0], db[1], db[2], internal, s3, "--hexforge.s3.secret-key=" + secret,
                     "--hexforge.artifact-service.url=http://127.0.0.1:" + artifacts.getEnvironment().getProperty("local.server.port"),
-                    "--spring.main.banner-mode=off", "--spring.main.log-startup-info=false");
+                    "--spring.main.banner-mode=off", "--spring.main.log-startup-info=false", inputs[0], inputs[1]);
             Standalone fleet = new Standalone(infra, services, gateway, secret);
             try {
                 fleet.startLocalRunner(home);
@@ -136,6 +137,27 @@ public final class Standalone implements AutoCloseable {
         }
     }
 
+    /** Where users put models and data the fleet may read by path ({@code model: /path}); uploads need no such folder. */
+    public static Path modelsFolder(Path home) {
+        return home.resolve("models");
+    }
+
+    /**
+     * What a job may name by path in standalone mode: the bundled fixtures and the models folder, plus the folders in
+     * {@code HEXFORGE_INPUT_ROOTS} (comma-separated); never the rest of the state folder (secrets, storage, work).
+     */
+    static String[] inputPolicy(Path home) {
+        try {
+            Files.createDirectories(modelsFolder(home));
+        } catch (IOException e) {
+            throw new UncheckedIOException("creating " + modelsFolder(home) + ": " + e.getMessage(), e);
+        }
+        String extra = System.getenv("HEXFORGE_INPUT_ROOTS");
+        String roots = StandaloneMain.hexforgeHome().resolve("fixtures").toAbsolutePath().normalize() + "," + modelsFolder(home).toAbsolutePath()
+                + (extra == null || extra.isBlank() ? "" : "," + extra);
+        return new String[]{"--hexforge.input-roots=" + roots, "--hexforge.input-denied=" + home.toAbsolutePath().normalize()};
+    }
+
     /** ort-qnn always; the QNN SDK targets when the compile service has an SDK (QNN_SDK_ROOT). */
     static String compileTargets() {
         String sdk = System.getenv("QNN_SDK_ROOT");
@@ -149,10 +171,17 @@ public final class Standalone implements AutoCloseable {
             Folders.writePrivate(file, gateway.getBean(DeviceService.class).add("default", "local"));
         }
         runner = new RunnerLoop(new GatewayClient(gatewayUrl(), Files.readString(file).strip()),
-                Files.createDirectories(home.resolve("work/runner")), dev.hexforge.devicerunner.DeviceProfile.host(1, null));
+                Files.createDirectories(home.resolve("work/runner")), dev.hexforge.devicerunner.DeviceProfile.host(1, null),
+                List.of(dev.hexforge.signing.Keys.publicOf(dev.hexforge.signing.Keys.readPrivate(signingKey(home)))));
         Thread t = new Thread(runner, "hexforge-local-runner");
         t.setDaemon(true);
         t.start();
+    }
+
+    /** The artifact service's internal API (on loopback; it answers the gateway's secret only). */
+    public String artifactServiceUrl() {
+        return stageServices.stream().filter(c -> c.getEnvironment().getProperty("local.server.port") != null).findFirst()
+                .map(c -> "http://127.0.0.1:" + c.getEnvironment().getProperty("local.server.port")).orElseThrow();
     }
 
     public String gatewayUrl() {

@@ -1,0 +1,95 @@
+package dev.hexforge.gateway;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.DisposableBean;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.ResponseEntity;
+import org.springframework.stereotype.Component;
+import org.springframework.web.context.request.async.DeferredResult;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Device runners' long polls for benchmark tasks, held without a request thread each: one waiting poll per device
+ * (a second one is refused, so one token cannot pile up requests), all of them tried by one timer every 250 ms.
+ */
+@Component
+class TaskPolls implements DisposableBean {
+    private static final Logger LOG = LoggerFactory.getLogger(TaskPolls.class);
+    private final DeviceService devices;
+    private final Map<UUID, DeferredResult<ResponseEntity<?>>> waiting = new ConcurrentHashMap<>();
+    private final Map<DeferredResult<ResponseEntity<?>>, Long> deadlines = new ConcurrentHashMap<>();
+    private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "hexforge-task-polls");
+        t.setDaemon(true);
+        return t;
+    });
+
+    TaskPolls(DeviceService devices) {
+        this.devices = devices;
+        timer.scheduleWithFixedDelay(this::tryAll, 250, 250, TimeUnit.MILLISECONDS);
+    }
+
+    DeferredResult<ResponseEntity<?>> open(UUID device, Duration wait) {
+        DeferredResult<ResponseEntity<?>> r = new DeferredResult<>(wait.toMillis() + 1000L);
+        if (waiting.putIfAbsent(device, r) != null) {
+            r.setResult(ResponseEntity.status(HttpStatus.CONFLICT).body(Map.of("error",
+                    "a poll of this device is already waiting; a device polls once at a time")));
+            return r;
+        }
+        long deadline = System.nanoTime() + wait.toNanos();
+        r.onCompletion(() -> waiting.remove(device, r));
+        r.onTimeout(() -> r.setResult(ResponseEntity.noContent().build()));
+        deadlines.put(r, deadline);
+        tryOne(device, r);
+        return r;
+    }
+
+    /** Ends a removed device's poll. */
+    void cancel(UUID device) {
+        DeferredResult<ResponseEntity<?>> r = waiting.remove(device);
+        if (r != null) {
+            r.setResult(ResponseEntity.status(HttpStatus.UNAUTHORIZED).body(Map.of("error", "this device was removed")));
+        }
+    }
+
+    private void tryAll() {
+        waiting.forEach(this::tryOne);
+    }
+
+    private void tryOne(UUID device, DeferredResult<ResponseEntity<?>> r) {
+        if (r.isSetOrExpired()) {
+            deadlines.remove(r);
+            return;
+        }
+        try {
+            java.util.Optional<dev.hexforge.contracts.DeviceMessages.BenchmarkTask> t = devices.lease(device);
+            if (t.isPresent()) {
+                if (!r.setResult(ResponseEntity.ok(t.get()))) {
+                    LOG.warn("device {} left before taking task {}; its lease will expire", device, t.get().taskId());
+                }
+            } else if (System.nanoTime() >= deadlines.getOrDefault(r, Long.MIN_VALUE)) {
+                r.setResult(ResponseEntity.noContent().build());
+            }
+        } catch (RuntimeException e) {
+            r.setErrorResult(e);
+        } finally {
+            if (r.isSetOrExpired()) {
+                deadlines.remove(r);
+                waiting.remove(device, r);
+            }
+        }
+    }
+
+    @Override
+    public void destroy() {
+        timer.shutdownNow();
+    }
+}
