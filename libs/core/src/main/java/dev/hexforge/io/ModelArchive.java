@@ -31,9 +31,14 @@ public final class ModelArchive {
 
     public enum Format { ZIP, TAR, TAR_GZ }
 
-    /** Unpacking limits: entries, and bytes once unpacked. */
-    public record Limits(int maxEntries, long maxUnpackedBytes) {
-        public static final Limits DEFAULT = new Limits(100_000, 256L << 30);
+    /**
+     * Unpacking limits: entries, bytes once unpacked, and how many times the archive's own size those bytes may be
+     * (past {@link #RATIO_FLOOR}, so small, very compressible files such as a tokenizer still pass). Model weights
+     * barely compress; a bomb compresses a thousandfold.
+     */
+    public record Limits(int maxEntries, long maxUnpackedBytes, int maxRatio) {
+        public static final long RATIO_FLOOR = 64L << 20;
+        public static final Limits DEFAULT = new Limits(10_000, 256L << 30, 20);
     }
 
     /** What an archive holds. */
@@ -122,7 +127,8 @@ public final class ModelArchive {
         throw new ArchiveException("not a zip, tar or tar.gz archive (upload a model folder packed with tar or zip)");
     }
 
-    private static Listing walk(InputStream raw, Limits limits, Path into) {
+    private static Listing walk(InputStream source, Limits limits, Path into) {
+        Tail raw = new Tail(source);
         try {
             BufferedInputStream in = new BufferedInputStream(raw, 1 << 16);
             Format format = detect(in);
@@ -154,6 +160,11 @@ public final class ModelArchive {
                 if (clean.startsWith("./")) {
                     clean = clean.substring(2);
                 }
+                for (String seg : clean.split("/", -1)) {
+                    if (seg.isEmpty() || seg.equals(".")) { // a/./b and a//b would name a/b a second time
+                        throw new ArchiveException("entry '" + name + "' is not a plain path (empty or '.' segment)");
+                    }
+                }
                 if (!names.add(clean)) {
                     throw new ArchiveException("entry '" + name + "' appears twice");
                 }
@@ -178,8 +189,13 @@ public final class ModelArchive {
                 }
                 files++;
                 long remaining = limits.maxUnpackedBytes() - bytes;
-                long n = into == null ? skip(archive, remaining, name) : write(archive, into.resolve(clean), remaining, name);
+                Ratio ratio = new Ratio(raw, limits, bytes);
+                long n = into == null ? skip(archive, remaining, name, ratio) : write(archive, into.resolve(clean), remaining, name, ratio);
                 bytes += n;
+            }
+            if (format == Format.ZIP) {
+                in.transferTo(OutputStream.nullOutputStream()); // the central directory, which the streaming reader skips
+                raw.checkZipCentralDirectory();
             }
             if (files == 0) {
                 throw new ArchiveException("the archive holds no files");
@@ -214,7 +230,18 @@ public final class ModelArchive {
         }
     }
 
-    private static long skip(InputStream in, long remaining, String name) throws IOException {
+    /** Checks unpacked bytes against the compressed bytes read so far. */
+    private record Ratio(Tail raw, Limits limits, long before) {
+        void check(long entryBytes, String name) {
+            long total = before + entryBytes;
+            if (total > Limits.RATIO_FLOOR && total > (long) limits.maxRatio() * raw.count) {
+                throw new ArchiveException("unpacking stops at '" + name + "': " + total + " bytes from " + raw.count
+                        + " compressed, more than " + limits.maxRatio() + " times (a zip bomb?)");
+            }
+        }
+    }
+
+    private static long skip(InputStream in, long remaining, String name, Ratio ratio) throws IOException {
         byte[] buf = new byte[1 << 16];
         long n = 0;
         int r;
@@ -223,11 +250,12 @@ public final class ModelArchive {
             if (n > remaining) {
                 throw tooBig(name);
             }
+            ratio.check(n, name);
         }
         return n;
     }
 
-    private static long write(InputStream in, Path target, long remaining, String name) throws IOException {
+    private static long write(InputStream in, Path target, long remaining, String name, Ratio ratio) throws IOException {
         Files.createDirectories(target.getParent());
         byte[] buf = new byte[1 << 16];
         long n = 0;
@@ -238,6 +266,7 @@ public final class ModelArchive {
                 if (n > remaining) {
                     throw tooBig(name);
                 }
+                ratio.check(n, name);
                 out.write(buf, 0, r);
             }
         }
@@ -246,5 +275,90 @@ public final class ModelArchive {
 
     private static ArchiveException tooBig(String name) {
         return new ArchiveException("unpacking stops at '" + name + "': the archive unpacks to more than the limit (a zip bomb?)");
+    }
+
+    /**
+     * The raw archive stream, counted, keeping its last bytes: a zip's central directory (where the entries' Unix
+     * modes live, so symbolic links show) is at its end, past what a streaming reader looks at.
+     */
+    private static final class Tail extends java.io.FilterInputStream {
+        private static final int KEEP = 1 << 20;
+        private final byte[] ring = new byte[KEEP];
+        long count;
+
+        Tail(InputStream in) {
+            super(in);
+        }
+
+        @Override
+        public int read() throws IOException {
+            int b = super.read();
+            if (b >= 0) {
+                ring[(int) (count++ % KEEP)] = (byte) b;
+            }
+            return b;
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) throws IOException {
+            int n = super.read(b, off, len);
+            for (int i = 0; i < n; i++) {
+                ring[(int) ((count + i) % KEEP)] = b[off + i];
+            }
+            if (n > 0) {
+                count += n;
+            }
+            return n;
+        }
+
+        /** The last {@code min(count, KEEP)} bytes, in order. */
+        private byte[] last() {
+            int n = (int) Math.min(count, KEEP);
+            byte[] out = new byte[n];
+            for (int i = 0; i < n; i++) {
+                out[i] = ring[(int) ((count - n + i) % KEEP)];
+            }
+            return out;
+        }
+
+        /** Refuses symbolic links (and other non-regular Unix modes) recorded in the central directory. */
+        void checkZipCentralDirectory() {
+            byte[] t = last();
+            int eocd = -1;
+            for (int i = t.length - 22; i >= 0 && i >= t.length - 22 - 65535; i--) {
+                if (le32(t, i) == 0x06054b50L) {
+                    eocd = i;
+                    break;
+                }
+            }
+            if (eocd < 0) {
+                throw new ArchiveException("the zip's central directory is missing or larger than " + KEEP + " bytes");
+            }
+            long size = le32(t, eocd + 12);
+            if (size > eocd) {
+                throw new ArchiveException("the zip's central directory is larger than " + KEEP + " bytes");
+            }
+            int p = (int) (eocd - size);
+            while (p + 46 <= eocd && le32(t, p) == 0x02014b50L) {
+                int madeBy = (t[p + 5] & 0xff);
+                long external = le32(t, p + 38);
+                int nameLen = le16(t, p + 28);
+                String name = new String(t, p + 46, Math.min(nameLen, Math.max(0, eocd - p - 46)), java.nio.charset.StandardCharsets.UTF_8);
+                int type = (int) (external >>> 16) & 0170000;
+                if (madeBy == 3 && type != 0 && type != 0100000 && type != 040000) {
+                    throw new ArchiveException("entry '" + name + "' is " + (type == 0120000 ? "a symbolic link" : "a special file")
+                            + "; only regular files and folders are accepted");
+                }
+                p += 46 + nameLen + le16(t, p + 30) + le16(t, p + 32);
+            }
+        }
+
+        private static long le32(byte[] b, int i) {
+            return (b[i] & 0xffL) | (b[i + 1] & 0xffL) << 8 | (b[i + 2] & 0xffL) << 16 | (b[i + 3] & 0xffL) << 24;
+        }
+
+        private static int le16(byte[] b, int i) {
+            return (b[i] & 0xff) | (b[i + 1] & 0xff) << 8;
+        }
     }
 }

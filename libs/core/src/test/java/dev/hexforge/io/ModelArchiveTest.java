@@ -108,7 +108,7 @@ class ModelArchiveTest {
         byte[] ok = tar(true, List.<String[]>of(new String[]{"config.json", "x".repeat(200_000)}));
         assertTrue(refused(Arrays.copyOf(ok, ok.length / 2)).contains("damaged or cut off"));
         String bomb = assertThrows(ModelArchive.ArchiveException.class, () -> ModelArchive.scan(new ByteArrayInputStream(ok),
-                new ModelArchive.Limits(10, 100_000))).getMessage();
+                new ModelArchive.Limits(10, 100_000, 20))).getMessage();
         assertTrue(bomb.contains("more than the limit"), bomb);
 
         Path out = tmp.resolve("never");
@@ -116,5 +116,64 @@ class ModelArchiveTest {
                 tar(false, List.<String[]>of(new String[]{"config.json", "{}"}, new String[]{"../x", "y"}))), out, ModelArchive.Limits.DEFAULT));
         assertFalse(Files.exists(out), "a refused archive leaves no folder behind");
         assertFalse(Files.exists(tmp.resolve("x")));
+    }
+
+    @Test
+    void bombsByRatioLinksAndSecondSpellingsAreRefused() throws Exception {
+        // 100 MB of zeros gzip to about 100 KB: a thousandfold, refused once past the floor
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (var out = new GZIPOutputStream(bytes); TarArchiveOutputStream t = new TarArchiveOutputStream(out)) {
+            TarArchiveEntry e = new TarArchiveEntry("model.safetensors");
+            e.setSize(100L << 20);
+            t.putArchiveEntry(e);
+            byte[] zeros = new byte[1 << 20];
+            for (int i = 0; i < 100; i++) {
+                t.write(zeros);
+            }
+            t.closeArchiveEntry();
+        }
+        String bomb = refused(bytes.toByteArray());
+        assertTrue(bomb.contains("more than 20 times (a zip bomb?)"), bomb);
+
+        // a zip symbolic link: its mode lives only in the central directory, which a streaming reader never sees
+        ByteArrayOutputStream zipped = new ByteArrayOutputStream();
+        try (ZipArchiveOutputStream z = new ZipArchiveOutputStream(zipped)) {
+            z.putArchiveEntry(new ZipArchiveEntry("config.json"));
+            z.write("{}".getBytes(StandardCharsets.UTF_8));
+            z.closeArchiveEntry();
+            ZipArchiveEntry link = new ZipArchiveEntry("weights");
+            link.setUnixMode(0120777);
+            z.putArchiveEntry(link);
+            z.write("/etc/shadow".getBytes(StandardCharsets.UTF_8));
+            z.closeArchiveEntry();
+        }
+        assertTrue(refused(zipped.toByteArray()).contains("'weights' is a symbolic link"));
+        Path out = tmp.resolve("linked");
+        assertThrows(ModelArchive.ArchiveException.class, () -> ModelArchive.extract(new ByteArrayInputStream(zipped.toByteArray()), out,
+                ModelArchive.Limits.DEFAULT));
+        assertFalse(Files.exists(out));
+
+        // a tar hard link, and a second spelling of a name that is already there
+        ByteArrayOutputStream hard = new ByteArrayOutputStream();
+        try (TarArchiveOutputStream t = new TarArchiveOutputStream(hard)) {
+            TarArchiveEntry l = new TarArchiveEntry("weights", TarArchiveEntry.LF_LINK);
+            l.setLinkName("/etc/shadow");
+            t.putArchiveEntry(l);
+            t.closeArchiveEntry();
+        }
+        assertTrue(refused(hard.toByteArray()).contains("'weights' is a hard link"));
+        assertTrue(refused(tar(false, List.<String[]>of(new String[]{"a/config.json", "{}"}, new String[]{"a/./config.json", "{}"})))
+                .contains("'a/./config.json' is not a plain path"));
+        assertTrue(refused(tar(false, List.<String[]>of(new String[]{"a//config.json", "{}"}))).contains("not a plain path"));
+        // an ordinary zip (a regular file's mode set) still passes, central directory read
+        ByteArrayOutputStream plain = new ByteArrayOutputStream();
+        try (ZipArchiveOutputStream z = new ZipArchiveOutputStream(plain)) {
+            ZipArchiveEntry f = new ZipArchiveEntry("config.json");
+            f.setUnixMode(0100644);
+            z.putArchiveEntry(f);
+            z.write("{}".getBytes(StandardCharsets.UTF_8));
+            z.closeArchiveEntry();
+        }
+        assertEquals(1, ModelArchive.scan(new ByteArrayInputStream(plain.toByteArray()), ModelArchive.Limits.DEFAULT).files());
     }
 }
