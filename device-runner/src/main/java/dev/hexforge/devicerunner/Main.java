@@ -84,6 +84,9 @@ public final class Main implements Runnable {
         Path adbTokens;
         @Option(names = "--qnn-sdk", description = "QNN SDK (QAIRT) root for adb-qnn (default: QNN_SDK_ROOT)")
         Path qnnSdk;
+        @Option(names = "--trust", required = true, description = "the fleet's public signing key (PEM; `hexforge keygen` or GET "
+                + "/api/v1/keys once, out of band); repeat for keys kept across a rotation. Bundles signed otherwise are refused")
+        List<Path> trust;
 
         @Override
         public Integer call() throws Exception {
@@ -91,8 +94,9 @@ public final class Main implements Runnable {
             String token = System.getenv("HEXFORGE_DEVICE_TOKEN");
             Path dir = work != null ? Files.createDirectories(work) : Files.createTempDirectory("hexforge-runner");
             List<RunnerLoop> loops = new ArrayList<>();
+            List<java.security.PublicKey> trusted = trust.stream().map(dev.hexforge.signing.Keys::readPublic).toList();
             if (token != null && !token.isBlank()) {
-                loops.add(new RunnerLoop(new GatewayClient(url, token), dir.resolve("host"), DeviceProfile.host(threads, soc)));
+                loops.add(new RunnerLoop(new GatewayClient(url, token), dir.resolve("host"), DeviceProfile.host(threads, soc), trusted));
             }
             if (adbTokens != null) {
                 Path sdk = qnnSdk != null ? qnnSdk : System.getenv("QNN_SDK_ROOT") == null ? null : Path.of(System.getenv("QNN_SDK_ROOT"));
@@ -114,7 +118,7 @@ public final class Main implements Runnable {
                     }
                     var phone = Phone.read(adb, serial);
                     loops.add(new RunnerLoop(new GatewayClient(url, phones.getProperty(serial).strip()), dir.resolve(serial),
-                            DeviceProfile.phone(adb, phone, sdk)));
+                            DeviceProfile.phone(adb, phone, sdk), trusted));
                 }
             }
             if (loops.isEmpty()) {

@@ -31,8 +31,14 @@ public final class RunnerLoop implements Runnable, AutoCloseable {
         return t;
     });
     private volatile boolean stopped;
+    private final List<java.security.PublicKey> trusted;
 
-    public RunnerLoop(GatewayClient gateway, Path work, DeviceProfile device) {
+    /** @param trusted the fleet's public keys this runner accepts signatures from (pinned, never taken from the gateway) */
+    public RunnerLoop(GatewayClient gateway, Path work, DeviceProfile device, List<java.security.PublicKey> trusted) {
+        if (trusted.isEmpty()) {
+            throw new IllegalArgumentException("a runner needs the fleet's public key to trust (--trust KEY.pub.pem)");
+        }
+        this.trusted = List.copyOf(trusted);
         this.gateway = gateway;
         this.work = work;
         this.device = device;
@@ -117,7 +123,7 @@ public final class RunnerLoop implements Runnable, AutoCloseable {
         long deadline = System.nanoTime() + 30_000_000_000L;
         while (true) {
             try {
-                return new ArtifactDownloader(gateway).download(artifact, dir, null, (p, d, n) -> { });
+                return new ArtifactDownloader(gateway).downloadPinned(artifact, dir, trusted, (p, d, n) -> { });
             } catch (IllegalArgumentException e) {
                 if (!e.getMessage().contains("404") || System.nanoTime() > deadline) {
                     throw new ArtifactDownloader.DownloadException("fetching artifact " + artifact + ": " + e.getMessage(), e);

@@ -54,6 +54,18 @@ public final class ArtifactDownloader {
     /**
      * @param key the public key to verify with; null takes the fleet's key whose hint the artifact's signature names
      */
+    /**
+     * Downloads and verifies against pinned keys only: the one whose hint the signature names must be among
+     * {@code trusted}, whatever keys the gateway lists (a device runner's way: a compromised gateway cannot slip it a key).
+     */
+    public Result downloadPinned(String artifactId, Path out, List<PublicKey> trusted, Listener listener) {
+        String hint = gateway.ok(gateway.send("GET", "/api/v1/artifacts/" + artifactId, null, null)).path("signature").path("keyHint").asText();
+        PublicKey key = trusted.stream().filter(k -> Keys.hint(k).equals(hint)).findFirst().orElseThrow(() -> new VerificationException(
+                "artifact " + artifactId + " is signed with key " + hint + ", which is not among the keys this runner trusts ("
+                        + String.join(", ", trusted.stream().map(Keys::hint).toList()) + ")"));
+        return download(artifactId, out, key, listener);
+    }
+
     public Result download(String artifactId, Path out, PublicKey key, Listener listener) {
         if (Files.exists(out)) {
             throw new DownloadException(out + " already exists; choose another --out or remove it");
