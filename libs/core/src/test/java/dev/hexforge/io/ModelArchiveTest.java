@@ -1,6 +1,7 @@
 package dev.hexforge.io;
 
 import dev.hexforge.testing.Fixtures;
+import dev.hexforge.testing.HostileArchives;
 import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
 import org.apache.commons.compress.archivers.tar.TarArchiveOutputStream;
 import org.apache.commons.compress.archivers.zip.ZipArchiveEntry;
@@ -121,47 +122,19 @@ class ModelArchiveTest {
     @Test
     void bombsByRatioLinksAndSecondSpellingsAreRefused() throws Exception {
         // 100 MB of zeros gzip to about 100 KB: a thousandfold, refused once past the floor
-        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        try (var out = new GZIPOutputStream(bytes); TarArchiveOutputStream t = new TarArchiveOutputStream(out)) {
-            TarArchiveEntry e = new TarArchiveEntry("model.safetensors");
-            e.setSize(100L << 20);
-            t.putArchiveEntry(e);
-            byte[] zeros = new byte[1 << 20];
-            for (int i = 0; i < 100; i++) {
-                t.write(zeros);
-            }
-            t.closeArchiveEntry();
-        }
-        String bomb = refused(bytes.toByteArray());
+        String bomb = refused(HostileArchives.zerosTarGz(100));
         assertTrue(bomb.contains("more than 20 times (a zip bomb?)"), bomb);
 
         // a zip symbolic link: its mode lives only in the central directory, which a streaming reader never sees
-        ByteArrayOutputStream zipped = new ByteArrayOutputStream();
-        try (ZipArchiveOutputStream z = new ZipArchiveOutputStream(zipped)) {
-            z.putArchiveEntry(new ZipArchiveEntry("config.json"));
-            z.write("{}".getBytes(StandardCharsets.UTF_8));
-            z.closeArchiveEntry();
-            ZipArchiveEntry link = new ZipArchiveEntry("weights");
-            link.setUnixMode(0120777);
-            z.putArchiveEntry(link);
-            z.write("/etc/shadow".getBytes(StandardCharsets.UTF_8));
-            z.closeArchiveEntry();
-        }
-        assertTrue(refused(zipped.toByteArray()).contains("'weights' is a symbolic link"));
+        byte[] zipped = HostileArchives.zipWithSymlink("weights", "/etc/shadow");
+        assertTrue(refused(zipped).contains("'weights' is a symbolic link"));
         Path out = tmp.resolve("linked");
-        assertThrows(ModelArchive.ArchiveException.class, () -> ModelArchive.extract(new ByteArrayInputStream(zipped.toByteArray()), out,
+        assertThrows(ModelArchive.ArchiveException.class, () -> ModelArchive.extract(new ByteArrayInputStream(zipped), out,
                 ModelArchive.Limits.DEFAULT));
         assertFalse(Files.exists(out));
 
         // a tar hard link, and a second spelling of a name that is already there
-        ByteArrayOutputStream hard = new ByteArrayOutputStream();
-        try (TarArchiveOutputStream t = new TarArchiveOutputStream(hard)) {
-            TarArchiveEntry l = new TarArchiveEntry("weights", TarArchiveEntry.LF_LINK);
-            l.setLinkName("/etc/shadow");
-            t.putArchiveEntry(l);
-            t.closeArchiveEntry();
-        }
-        assertTrue(refused(hard.toByteArray()).contains("'weights' is a hard link"));
+        assertTrue(refused(HostileArchives.tarWith("weights", TarArchiveEntry.LF_LINK, "/etc/shadow")).contains("'weights' is a hard link"));
         assertTrue(refused(tar(false, List.<String[]>of(new String[]{"a/config.json", "{}"}, new String[]{"a/./config.json", "{}"})))
                 .contains("'a/./config.json' is not a plain path"));
         assertTrue(refused(tar(false, List.<String[]>of(new String[]{"a//config.json", "{}"}))).contains("not a plain path"));

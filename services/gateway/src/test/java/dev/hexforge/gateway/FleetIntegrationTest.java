@@ -56,23 +56,26 @@ class FleetIntegrationTest {
         String s3 = "--hexforge.s3.endpoint=" + infra.s3Endpoint();
         String s3Access = "--hexforge.s3.access-key=" + infra.s3AccessKey();
         String s3Secret = "--hexforge.s3.secret-key=" + infra.s3SecretKey();
-        exportService = ExportServiceApplication.start(kafka, s3, s3Access, s3Secret, "--hexforge.work-dir=" + home.resolve("work"));
-        quantizeService = QuantizeServiceApplication.start(kafka, s3, s3Access, s3Secret, "--hexforge.work-dir=" + home.resolve("work-q"));
+        String inputs = "--hexforge.input-roots=" + Fixtures.root() + "," + home.resolve("models");
+        Files.createDirectories(home.resolve("models"));
+        exportService = ExportServiceApplication.start(kafka, s3, s3Access, s3Secret, inputs, "--hexforge.work-dir=" + home.resolve("work"));
+        quantizeService = QuantizeServiceApplication.start(kafka, s3, s3Access, s3Secret, inputs, "--hexforge.work-dir=" + home.resolve("work-q"));
         String db = "--spring.datasource.url=" + infra.jdbcUrl();
         String dbUser = "--spring.datasource.username=" + infra.dbUser();
         String dbPassword = "--spring.datasource.password=" + infra.dbPassword();
-        artifactService = ArtifactServiceApplication.start(kafka, "--server.port=0", db, dbUser, dbPassword, s3, s3Access, s3Secret,
+        artifactService = ArtifactServiceApplication.start(kafka, inputs, "--server.port=0", db, dbUser, dbPassword, s3, s3Access, s3Secret,
                 "--hexforge.work-dir=" + home.resolve("work-a"), "--hexforge.signing.key=" + home.resolve("signing-key.pem"),
                 "--hexforge.signing.generate=true", "--hexforge.internal-token=internal-secret", "--hexforge.download-url-ttl=3s");
         gateway = new SpringApplicationBuilder(GatewayApplication.class).run(kafka, "--server.port=0", "--hexforge.stages=quantize,export,sign,benchmark",
-                "--hexforge.device-lease=3s", "--hexforge.device-lease-check-ms=300",
-                db, dbUser, dbPassword, s3, s3Access, s3Secret, "--hexforge.uploads.max-size=8MB", "--hexforge.internal-token=internal-secret", "--hexforge.artifact-service.url=http://127.0.0.1:"
+                "--hexforge.device-lease=3s", "--hexforge.device-lease-check-ms=300", inputs,
+                db, dbUser, dbPassword, s3, s3Access, s3Secret, "--hexforge.uploads.max-size=8MB", "--hexforge.uploads.tenant-quota=24MB", "--hexforge.internal-token=internal-secret", "--hexforge.artifact-service.url=http://127.0.0.1:"
                         + artifactService.getEnvironment().getProperty("local.server.port"));
         base = "http://127.0.0.1:" + gateway.getEnvironment().getProperty("local.server.port") + "/api/v1/jobs";
         TokenService tokens = gateway.getBean(TokenService.class);
         TOKENS.put("acme", tokens.create("acme", "test"));
         TOKENS.put("someone-else", tokens.create("someone-else", "test"));
         TOKENS.put("bench", tokens.create("bench", "test"));
+        TOKENS.put("hoarder", tokens.create("hoarder", "test"));
     }
 
     @AfterAll
@@ -247,7 +250,8 @@ class FleetIntegrationTest {
 
     @Test
     void aFailedStageCarriesItsErrorAndCanBeResumed() throws Exception {
-        Reply created = call("POST", base, "{\"model\": {\"path\": \"" + home.resolve("no-such-model") + "\"}, \"stages\": [\"export\"]}",
+        Path broken = Files.createDirectories(home.resolve("models/no-config")); // a folder the fleet may read, but no model
+        Reply created = call("POST", base, "{\"model\": {\"path\": \"" + broken + "\"}, \"stages\": [\"export\"]}",
                 "application/json", "acme");
         String id = created.body().path("id").asText();
         JsonNode job = awaitState(id, "acme", "failed", "completed");
@@ -558,5 +562,19 @@ class FleetIntegrationTest {
         Reply unknown = call("POST", base, "model:\n  upload: 7d444840-9dc0-11d1-b245-5ffdce74fad2\nstages: [export]\n", "application/yaml", "acme");
         assertEquals(400, unknown.status());
         assertTrue(unknown.body().path("problems").toString().contains("upload the model first"), unknown.body().toString());
+    }
+
+    @Test
+    void aTenantsUploadsStayWithinItsQuota() throws Exception {
+        byte[] data = "{\"instruction\": \"x\", \"output\": \"y\"}\n".repeat(7 << 20 >> 5).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        for (int i = 0; i < 3; i++) {
+            assertEquals(201, upload("d" + i + ".jsonl", data, "hoarder").status());
+        }
+        long before = storedUploads();
+        Reply over = upload("d3.jsonl", data, "hoarder");
+        assertEquals(413, over.status(), over.body().toString());
+        assertTrue(over.body().path("error").asText().contains("(hexforge.uploads.tenant-quota); nothing was stored"), over.body().toString());
+        assertEquals(before, storedUploads(), "the refused upload left nothing in storage");
+        assertEquals(201, upload("small.jsonl", data, "acme").status(), "another tenant's quota is its own");
     }
 }

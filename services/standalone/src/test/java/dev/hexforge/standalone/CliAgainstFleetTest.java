@@ -105,7 +105,7 @@ class CliAgainstFleetTest {
 
     @Test
     void finetuneMergeAndExportRunAsOneJobWithLiveMetrics() throws Exception {
-        Path data = Fixtures.loraTaskLines(96, home.resolve("task.jsonl"));
+        Path data = Fixtures.loraTaskLines(96, Standalone.modelsFolder(home).resolve("task.jsonl"));
         Path spec = home.resolve("finetune.yaml");
         Files.writeString(spec, "name: finetune test\nmodel:\n  path: " + Fixtures.qwen2Tiny() + "\n"
                 + "stages: [finetune, merge, export]\n"
@@ -133,7 +133,7 @@ class CliAgainstFleetTest {
 
     @Test
     void badTrainingDataFailsTheFinetuneStageNamingTheLine() throws Exception {
-        Path data = home.resolve("broken.jsonl");
+        Path data = Standalone.modelsFolder(home).resolve("broken.jsonl");
         Files.writeString(data, "{\"instruction\": \"a\", \"output\": \"b\"}\n{\"instruction\": \"a\"}\n");
         Path spec = home.resolve("broken.yaml");
         Files.writeString(spec, "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [finetune]\nfinetune:\n  data: " + data + "\n");
@@ -170,7 +170,7 @@ class CliAgainstFleetTest {
 
     @Test
     void cancellingARunningFinetuneFreesItsServiceWithinTenSeconds() throws Exception {
-        Path data = Fixtures.loraTaskLines(64, home.resolve("cancel.jsonl"));
+        Path data = Fixtures.loraTaskLines(64, Standalone.modelsFolder(home).resolve("cancel.jsonl"));
         java.util.function.IntFunction<String> spec = epochs -> "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [finetune]\n"
                 + "finetune:\n  data: " + data + "\n  evalData: " + Fixtures.root().resolve("lora-task/eval.json") + "\n"
                 + "  batch: 16\n  accumulation: 1\n  epochs: " + epochs + "\n";
@@ -296,11 +296,18 @@ class CliAgainstFleetTest {
         bytes[bytes.length / 2] ^= 1;
         s3.putBytes(key, bytes, "application/octet-stream");
         String token = Files.readString(home.resolve("secrets/device-token")).strip();
-        dev.hexforge.devicerunner.RunnerLoop runner = new dev.hexforge.devicerunner.RunnerLoop(
-                new dev.hexforge.client.GatewayClient(fleet.gatewayUrl(), token), Files.createDirectories(home.resolve("runner-test")),
-                dev.hexforge.devicerunner.DeviceProfile.host(1, null));
+        java.security.PublicKey fleetKey = dev.hexforge.signing.Keys.publicOf(dev.hexforge.signing.Keys.readPrivate(Standalone.signingKey(home)));
         JsonNode task = new ObjectMapper().readTree("{\"taskId\": \"t1\", \"artifactId\": \"" + signed.path("id").asText()
                 + "\", \"backends\": [\"ort-cpu\"], \"promptLength\": 8, \"newTokens\": 2}");
+        // a runner pinned to another key refuses the bundle, whatever keys the gateway lists
+        dev.hexforge.devicerunner.RunnerLoop elsewhere = new dev.hexforge.devicerunner.RunnerLoop(
+                new dev.hexforge.client.GatewayClient(fleet.gatewayUrl(), token), Files.createDirectories(home.resolve("runner-other")),
+                dev.hexforge.devicerunner.DeviceProfile.host(1, null), java.util.List.of(dev.hexforge.signing.Keys.generate().getPublic()));
+        String untrusted = String.valueOf(elsewhere.execute(task).get("error"));
+        assertTrue(untrusted.contains("which is not among the keys this runner trusts"), untrusted);
+        dev.hexforge.devicerunner.RunnerLoop runner = new dev.hexforge.devicerunner.RunnerLoop(
+                new dev.hexforge.client.GatewayClient(fleet.gatewayUrl(), token), Files.createDirectories(home.resolve("runner-test")),
+                dev.hexforge.devicerunner.DeviceProfile.host(1, null), java.util.List.of(fleetKey));
         String refusal = String.valueOf(runner.execute(task).get("error"));
         assertTrue(refusal.contains("provenance.sig"), "a changed file is refused by name: " + refusal);
         s3.putBytes(key, original, "application/octet-stream");

@@ -59,6 +59,29 @@ class DeployFilesTest {
                 "the Kubernetes ConfigMap tells the gateway every stage runs");
     }
 
+    /** The artifact service's internal API is reachable from the fleet alone, and no deployment reads server folders. */
+    @Test
+    void theInternalApiIsFencedOffAndJobsReadNoServerFolders() throws Exception {
+        JsonNode composeFile = YAML.readTree(ROOT.resolve("docker-compose.yml").toFile());
+        JsonNode compose = composeFile.path("services");
+        assertTrue(composeFile.path("networks").path("fleet").path("internal").asBoolean(), "the fleet network is internal");
+        assertEquals("[\"fleet\"]", compose.path("artifact-service").path("networks").toString());
+        assertTrue(compose.path("artifact-service").path("ports").isMissingNode(), "the internal API publishes no port");
+        for (String edge : List.of("gateway", "minio")) {
+            assertTrue(compose.path(edge).path("networks").toString().contains("edge"), edge + " reaches the users");
+        }
+        compose.properties().forEach(e -> {
+            assertTrue(e.getValue().path("networks").toString().contains("fleet"), e.getKey() + " is on the fleet network");
+            assertTrue(!e.getValue().path("environment").toString().contains("INPUT_ROOTS"), e.getKey() + " reads no server folders");
+        });
+        List<JsonNode> k8s = YAML.readerFor(JsonNode.class).<JsonNode>readValues(ROOT.resolve("deploy/kubernetes/hexforge.yaml").toFile()).readAll();
+        JsonNode policy = k8s.stream().filter(d -> d.path("kind").asText().equals("NetworkPolicy")
+                && d.path("spec").path("podSelector").path("matchLabels").path("app").asText().equals("artifact-service")).findFirst().orElseThrow();
+        assertEquals("gateway", policy.path("spec").path("ingress").path(0).path("from").path(0).path("podSelector").path("matchLabels")
+                .path("app").asText());
+        assertTrue(!Files.readString(ROOT.resolve("deploy/kubernetes/hexforge.yaml")).contains("INPUT_ROOTS"));
+    }
+
     static String version() throws Exception {
         Matcher m = Pattern.compile("<artifactId>hexforge-parent</artifactId>\\s*<version>([^<]+)</version>")
                 .matcher(Files.readString(ROOT.resolve("pom.xml")));

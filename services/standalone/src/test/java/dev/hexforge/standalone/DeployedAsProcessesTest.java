@@ -272,11 +272,18 @@ class DeployedAsProcessesTest {
                 throw new java.io.UncheckedIOException(e);
             }
         }));
-        ObjectMapper om = new ObjectMapper();
+        // these deployments read no server folders (hexforge.input-roots is empty): the training data is uploaded too
         Path data = Fixtures.loraTaskLines(16, dir.resolve("task.jsonl"));
+        JsonNode dataUpload = gateway.ok(gateway.upload("task.jsonl", () -> {
+            try {
+                return Files.newInputStream(data);
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }));
         return "{\"name\": \"deployed\", \"model\": {\"upload\": \"" + upload.path("id").asText() + "\"},"
                 + " \"stages\": [\"finetune\", \"merge\", \"quantize\", \"export\", \"compile\", \"sign\"],"
-                + " \"finetune\": {\"data\": " + om.writeValueAsString(data.toString()) + ", \"batch\": 16, \"accumulation\": 1, \"epochs\": 1},"
+                + " \"finetune\": {\"data\": {\"upload\": \"" + dataUpload.path("id").asText() + "\"}, \"batch\": 16, \"accumulation\": 1, \"epochs\": 1},"
                 + " \"quantize\": {\"method\": \"rtn\", \"bits\": 8}, \"compile\": {\"target\": \"ort-qnn\"}}";
     }
 

@@ -52,7 +52,7 @@ class StageServiceCrashTest {
                 "--hexforge.s3.endpoint=" + infra.s3Endpoint(), "--hexforge.s3.access-key=" + infra.s3AccessKey(),
                 "--hexforge.s3.secret-key=" + infra.s3SecretKey(), "--spring.datasource.url=" + infra.jdbcUrl(),
                 "--spring.datasource.username=" + infra.dbUser(), "--spring.datasource.password=" + infra.dbPassword(),
-                "--spring.main.banner-mode=off");
+                "--hexforge.input-roots=" + home + "," + Fixtures.root(), "--spring.main.banner-mode=off");
         base = "http://127.0.0.1:" + gateway.getEnvironment().getProperty("local.server.port") + "/api/v1/jobs";
         token = gateway.getBean(TokenService.class).create("acme", "test");
     }
@@ -74,7 +74,7 @@ class StageServiceCrashTest {
                 "--hexforge.s3.endpoint=" + infra.s3Endpoint(), "--hexforge.s3.access-key=" + infra.s3AccessKey(),
                 "--hexforge.s3.secret-key=" + infra.s3SecretKey(),
                 "--hexforge.work-dir=" + home.resolve("work-" + name), "--hexforge.worker.heartbeat=1s",
-                "--spring.main.banner-mode=off"));
+                "--hexforge.input-roots=" + home + "," + Fixtures.root(), "--spring.main.banner-mode=off"));
         return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(home.resolve(name + ".log").toFile()).start();
     }
 
