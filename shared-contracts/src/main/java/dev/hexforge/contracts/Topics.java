@@ -5,6 +5,12 @@ public final class Topics {
     /** Events every stage service emits (progress, completed, failed), consumed by the gateway. */
     public static final String STAGE_EVENTS = "hexforge.stage-events.v1";
 
+    /**
+     * Stage events the gateway could not apply after its retries, kept as they arrived (with the failure in the
+     * record's headers) instead of being dropped; the job names the failure as EVENT_UNPROCESSABLE.
+     */
+    public static final String STAGE_EVENTS_DEAD = "hexforge.stage-events.dlt.v1";
+
     /** Control messages every stage service instance receives (each in its own group): cancellations. */
     public static final String CONTROL = "hexforge.control.v1";
 

@@ -17,6 +17,9 @@ public class AttemptEntity {
 
     @Id
     UUID id;
+    /** Optimistic lock: a transition made on a stale copy (cancel racing a completion, say) fails and is retried. */
+    @jakarta.persistence.Version
+    Long version;
     @Column(name = "job_id", nullable = false)
     UUID jobId;
     @Column(nullable = false)

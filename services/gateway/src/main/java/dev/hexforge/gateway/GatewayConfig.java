@@ -12,6 +12,7 @@ import java.util.stream.Collectors;
 
 @Configuration
 class GatewayConfig {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(GatewayConfig.class);
 
     /** What this deployment can run, from configuration (the stage services it starts). */
     @Bean
@@ -25,6 +26,43 @@ class GatewayConfig {
             return st;
         }).collect(Collectors.toSet());
         return new Capabilities(s, split(methods), split(targets), split(backends));
+    }
+
+    /**
+     * What happens to a stage event the gateway cannot apply: tried again {@code hexforge.event-retries} times
+     * {@code hexforge.event-retry-backoff} apart (a database away for a moment; an unreadable or inconsistent event is
+     * not tried again, it would fail the same way), then kept on the dead-letter topic
+     * with the failure in its headers, and its job failed with EVENT_UNPROCESSABLE — never dropped silently.
+     */
+    @Bean
+    org.springframework.kafka.listener.CommonErrorHandler stageEventErrors(
+            org.springframework.kafka.core.KafkaTemplate<String, String> kafka, JobService jobs,
+            @Value("${hexforge.event-retries:5}") int retries, @Value("${hexforge.event-retry-backoff:1s}") java.time.Duration backoff) {
+        org.springframework.kafka.listener.DeadLetterPublishingRecoverer dead = new org.springframework.kafka.listener.DeadLetterPublishingRecoverer(
+                kafka, (record, ex) -> new org.apache.kafka.common.TopicPartition(dev.hexforge.contracts.Topics.STAGE_EVENTS_DEAD, -1));
+        org.springframework.kafka.listener.ConsumerRecordRecoverer recoverer = (record, ex) -> {
+            dead.accept(record, ex);
+            Throwable cause = ex;
+            while (cause.getCause() != null && cause != cause.getCause()) {
+                cause = cause.getCause();
+            }
+            String reason = cause.getMessage() == null ? cause.getClass().getSimpleName() : cause.getMessage();
+            LOG.warn("stage event kept on {}: {}", dev.hexforge.contracts.Topics.STAGE_EVENTS_DEAD, reason, ex);
+            try {
+                dev.hexforge.contracts.StageEvents.Event e = dev.hexforge.contracts.ContractsJson.read(String.valueOf(record.value()),
+                        dev.hexforge.contracts.StageEvents.Event.class);
+                Conflicts.retry(() -> {
+                    jobs.unprocessable(e, reason);
+                    return null;
+                });
+            } catch (RuntimeException notAnEvent) {
+                LOG.warn("the dead stage event names no job it could be reported on: {}", notAnEvent.getMessage());
+            }
+        };
+        org.springframework.kafka.listener.DefaultErrorHandler handler = new org.springframework.kafka.listener.DefaultErrorHandler(
+                recoverer, new org.springframework.util.backoff.FixedBackOff(backoff.toMillis(), retries));
+        handler.addNotRetryableExceptions(IllegalArgumentException.class); // unreadable or inconsistent: the same every time
+        return handler;
     }
 
     /** Requests whose path is not in plain form are refused before any other filter sees them. */

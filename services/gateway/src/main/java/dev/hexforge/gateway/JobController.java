@@ -131,7 +131,7 @@ class JobController {
 
     @PostMapping("/{id}/cancel")
     Map<String, Object> cancel(@PathVariable UUID id, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) {
-        JobEntity j = jobs.cancel(id, tenant);
+        JobEntity j = Conflicts.retry(() -> jobs.cancel(id, tenant));
         hub.jobChanged(j);
         // running attempts stop on the control message; this marker stops one still queued when a service takes it
         store.putBytes(dev.hexforge.store.ArtifactStore.cancelledKey(j.currentAttempt.toString()), new byte[0], "application/octet-stream");
@@ -140,7 +140,7 @@ class JobController {
 
     @PostMapping("/{id}/resume")
     Map<String, Object> resume(@PathVariable UUID id, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) {
-        JobEntity j = jobs.resume(id, tenant);
+        JobEntity j = Conflicts.retry(() -> jobs.resume(id, tenant));
         hub.jobChanged(j);
         return view(j, false);
     }

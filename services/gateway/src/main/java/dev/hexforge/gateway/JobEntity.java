@@ -15,6 +15,9 @@ public class JobEntity {
 
     @Id
     UUID id;
+    /** Optimistic lock: a transition made on a stale copy (cancel racing a completion, say) fails and is retried. */
+    @jakarta.persistence.Version
+    Long version;
     @Column(nullable = false)
     String tenant;
     String name;

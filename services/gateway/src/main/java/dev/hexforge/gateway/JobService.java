@@ -262,6 +262,12 @@ public class JobService {
             LOG.info("event {} for superseded attempt {} of job {} ignored", e.getClass().getSimpleName(), a.id, j.id);
             return null;
         }
+        if (!a.stage.equals(e.stage().id())) {
+            throw new IllegalArgumentException("a " + e.stage().id() + " event for attempt " + a.id + ", which is of the " + a.stage + " stage");
+        }
+        if (e instanceof StageEvents.Completed c && e.stage() != Stage.BENCHMARK && (c.outputs() == null || c.outputs().isEmpty())) {
+            throw new IllegalArgumentException("a completed " + a.stage + " event without outputs (every " + a.stage + " attempt stores one)");
+        }
         Instant now = Instant.now();
         a.updatedAt = now;
         j.updatedAt = now;
@@ -317,6 +323,39 @@ public class JobService {
             LOG.info("job {} failed at {}: {}", j.id, f.stage().id(), f.error().message());
         }
         return j.state;
+    }
+
+    /**
+     * A stage event the gateway could not apply, after its retries: the job fails with EVENT_UNPROCESSABLE naming the
+     * event and where it is kept, so nothing is dropped silently and the user can resume.
+     */
+    @Transactional
+    public void unprocessable(StageEvents.Event e, String reason) {
+        Optional<JobEntity> job;
+        try {
+            job = jobs.findById(UUID.fromString(e.jobId()));
+        } catch (IllegalArgumentException ex) {
+            return;
+        }
+        job.filter(j -> j.state == JobEntity.State.RUNNING).ifPresent(j -> {
+            Instant now = Instant.now();
+            String type = e instanceof StageEvents.Progress ? "progress" : e instanceof StageEvents.Completed ? "completed" : "failed";
+            attempts.findById(UUID.fromString(e.attemptId())).filter(a -> a.id.equals(j.currentAttempt)).ifPresent(a -> {
+                a.state = AttemptEntity.State.FAILED;
+                a.finishedAt = now;
+                a.updatedAt = now;
+                a.errorCode = "EVENT_UNPROCESSABLE";
+                a.errorMessage = "the gateway could not apply the " + type + " event of this attempt: " + reason;
+            });
+            j.state = JobEntity.State.FAILED;
+            j.errorCode = "EVENT_UNPROCESSABLE";
+            j.errorMessage = "the gateway could not apply the " + e.stage().id() + " service's " + type + " event of attempt "
+                    + e.attemptId() + ": " + reason + "; the event is kept on " + Topics.STAGE_EVENTS_DEAD;
+            j.errorHint = "resume the job to run the stage again; report it if it persists";
+            j.updatedAt = now;
+            cancelAttempt(j, j.currentAttempt); // a service still running it stops; its events would be ignored anyway
+            LOG.warn("job {} failed: {}", j.id, j.errorMessage);
+        });
     }
 
     @Transactional
@@ -376,12 +415,15 @@ public class JobService {
         AttemptEntity a = attempts.findById(attemptId).orElse(null);
         JobEntity j = a == null ? null : jobs.findById(a.jobId).orElse(null);
         if (j == null || j.state != JobEntity.State.RUNNING || !a.id.equals(j.currentAttempt)
-                || a.state != AttemptEntity.State.RUNNING) {
+                || (a.state != AttemptEntity.State.RUNNING && a.state != AttemptEntity.State.DISPATCHED)) {
             return false;
         }
         cancelAttempt(j, a.id); // should the silent service wake up, it stops instead of racing the next attempt
         Instant now = Instant.now();
-        String msg = "no progress from the " + a.stage + " service for " + silence.toSeconds() + " s (it stopped or hangs)";
+        String msg = a.state == AttemptEntity.State.DISPATCHED
+                ? "no " + a.stage + " service started the attempt within " + silence.toSeconds() + " s (its request was lost, or "
+                + "every " + a.stage + " service was busy or down)"
+                : "no progress from the " + a.stage + " service for " + silence.toSeconds() + " s (it stopped or hangs)";
         a.state = AttemptEntity.State.FAILED;
         a.finishedAt = now;
         a.updatedAt = now;

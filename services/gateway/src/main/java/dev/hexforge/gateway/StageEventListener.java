@@ -3,18 +3,14 @@ package dev.hexforge.gateway;
 import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.contracts.Topics;
-import org.slf4j.Logger;
-
 import java.util.Map;
 import java.util.UUID;
-import org.slf4j.LoggerFactory;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.stereotype.Component;
 
 /** Feeds stage services' events into the job state machine. */
 @Component
 class StageEventListener {
-    private static final Logger LOG = LoggerFactory.getLogger(StageEventListener.class);
     private final JobService jobs;
     private final JobEventHub hub;
     private final JobRepository repo;
@@ -27,14 +23,9 @@ class StageEventListener {
 
     @KafkaListener(topics = Topics.STAGE_EVENTS, groupId = "hexforge-gateway", concurrency = "${hexforge.event-consumers:4}")
     void onEvent(String payload) {
-        StageEvents.Event e;
-        try {
-            e = ContractsJson.read(payload, StageEvents.Event.class);
-        } catch (IllegalArgumentException ex) {
-            LOG.warn("unreadable stage event dropped: {}", ex.getMessage());
-            return;
-        }
-        JobEntity.State state = jobs.apply(e); // committed when it returns
+        // an unreadable event goes to the dead-letter topic through the error handler (GatewayConfig), not away
+        StageEvents.Event e = ContractsJson.read(payload, StageEvents.Event.class);
+        JobEntity.State state = Conflicts.retry(() -> jobs.apply(e)); // committed when it returns
         if (state != null) {
             UUID job = UUID.fromString(e.jobId());
             String name = e instanceof StageEvents.Progress ? "progress" : e instanceof StageEvents.Completed ? "completed" : "failed";

@@ -6,11 +6,14 @@ import org.springframework.stereotype.Component;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 
 /**
  * Finds running attempts whose service went silent for {@code hexforge.stage-stall-timeout} (services repeat their
- * progress every 10 s while they work) and has them re-dispatched, up to {@code hexforge.max-attempts} per stage.
- * An attempt still queued (dispatched, not started) is left alone: its request waits in Kafka for a service.
+ * progress every 10 s while they work), and attempts no service started within {@code hexforge.dispatch-timeout}
+ * (30 min: a request lost on its way, or no service of the stage for that long), and has them re-dispatched as new
+ * attempts, up to {@code hexforge.max-attempts} per stage; the old attempt is fenced off (cancelled in storage and on
+ * the control topic) so a service that reaches it late drops it.
  */
 @Component
 class StallWatch {
@@ -19,9 +22,11 @@ class StallWatch {
     private final dev.hexforge.store.ArtifactStore store;
     private final Duration timeout;
     private final int maxAttempts;
+    private final Duration dispatchTimeout;
 
     StallWatch(AttemptRepository attempts, JobService jobs, dev.hexforge.store.ArtifactStore store, @Value("${hexforge.stage-stall-timeout:2m}") Duration timeout,
-               @Value("${hexforge.max-attempts:3}") int maxAttempts) {
+               @Value("${hexforge.max-attempts:3}") int maxAttempts, @Value("${hexforge.dispatch-timeout:30m}") Duration dispatchTimeout) {
+        this.dispatchTimeout = dispatchTimeout;
         this.attempts = attempts;
         this.store = store;
         this.jobs = jobs;
@@ -31,9 +36,15 @@ class StallWatch {
 
     @Scheduled(fixedDelayString = "${hexforge.stall-check-ms:1000}")
     void check() {
-        for (AttemptEntity a : attempts.findByStateAndUpdatedAtBefore(AttemptEntity.State.RUNNING, Instant.now().minus(timeout))) {
-            if (jobs.redispatchStalled(a.id, timeout, maxAttempts)) {
-                // a service that takes the stalled attempt's request again (after a restart) drops it
+        List<AttemptEntity> silent = new java.util.ArrayList<>(attempts.findByStateAndUpdatedAtBefore(AttemptEntity.State.RUNNING,
+                Instant.now().minus(timeout)));
+        // never started: the request was lost, or no service of the stage came for it; benchmarks wait for a device instead
+        attempts.findByStateAndUpdatedAtBefore(AttemptEntity.State.DISPATCHED, Instant.now().minus(dispatchTimeout)).stream()
+                .filter(a -> !a.stage.equals(dev.hexforge.contracts.Stage.BENCHMARK.id())).forEach(silent::add);
+        for (AttemptEntity a : silent) {
+            Duration waited = a.state == AttemptEntity.State.RUNNING ? timeout : dispatchTimeout;
+            if (Conflicts.retry(() -> jobs.redispatchStalled(a.id, waited, maxAttempts))) {
+                // fencing: a service that takes the stalled attempt's request (late, or again after a restart) drops it
                 store.putBytes(dev.hexforge.store.ArtifactStore.cancelledKey(a.id.toString()), new byte[0], "application/octet-stream");
             }
         }

@@ -28,6 +28,7 @@ import java.time.Duration;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -68,6 +69,7 @@ class FleetIntegrationTest {
                 "--hexforge.signing.generate=true", "--hexforge.internal-token=internal-secret", "--hexforge.download-url-ttl=3s");
         gateway = new SpringApplicationBuilder(GatewayApplication.class).run(kafka, "--server.port=0", "--hexforge.stages=quantize,export,sign,benchmark",
                 "--hexforge.device-lease=3s", "--hexforge.device-lease-check-ms=300", inputs,
+                "--hexforge.event-retry-backoff=100ms", "--hexforge.dispatch-timeout=10s",
                 db, dbUser, dbPassword, s3, s3Access, s3Secret, "--hexforge.uploads.max-size=8MB", "--hexforge.uploads.tenant-quota=24MB", "--hexforge.internal-token=internal-secret", "--hexforge.artifact-service.url=http://127.0.0.1:"
                         + artifactService.getEnvironment().getProperty("local.server.port"));
         base = "http://127.0.0.1:" + gateway.getEnvironment().getProperty("local.server.port") + "/api/v1/jobs";
@@ -576,5 +578,112 @@ class FleetIntegrationTest {
         assertTrue(over.body().path("error").asText().contains("(hexforge.uploads.tenant-quota); nothing was stored"), over.body().toString());
         assertEquals(before, storedUploads(), "the refused upload left nothing in storage");
         assertEquals(201, upload("small.jsonl", data, "acme").status(), "another tenant's quota is its own");
+    }
+
+    @Test
+    void anEventTheGatewayCannotApplyIsKeptAndNamedInTheJob() throws Exception {
+        // the export service holds off, so the job's export attempt is still current when the event arrives
+        var exports = exportService.getBean(org.springframework.kafka.config.KafkaListenerEndpointRegistry.class).getListenerContainer("export-requests");
+        exports.pause();
+        String id;
+        String bad;
+        JsonNode job;
+        @SuppressWarnings("unchecked")
+        org.springframework.kafka.core.KafkaTemplate<String, String> kafka = gateway.getBean(org.springframework.kafka.core.KafkaTemplate.class);
+        try {
+            id = call("POST", base, "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [export, sign]\nexport:\n  variant: static\n",
+                    "application/yaml", "acme").body().path("id").asText();
+            String attempt = call("GET", base + "/" + id, null, null, "acme").body().path("stages").path(0).path("id").asText();
+            // a completed event the state machine must not take: an export that stored nothing
+            bad = "{\"type\": \"completed\", \"schemaVersion\": 1, \"jobId\": \"" + id + "\", \"attemptId\": \"" + attempt
+                    + "\", \"tenant\": \"acme\", \"stage\": \"EXPORT\", \"at\": \"" + java.time.Instant.now() + "\", \"outputs\": null, \"report\": {}}";
+            kafka.send(dev.hexforge.contracts.Topics.STAGE_EVENTS, id, bad).get();
+            job = awaitState(id, "acme", "failed", "completed");
+            kafka.send(dev.hexforge.contracts.Topics.STAGE_EVENTS, "garbage", "{not an event").get(); // unreadable: kept too
+        } finally {
+            exports.resume();
+        }
+        assertEquals("failed", job.path("state").asText(), job.toString());
+        assertEquals("EVENT_UNPROCESSABLE", job.path("error").path("code").asText(), job.toString());
+        assertTrue(job.path("error").path("message").asText().contains("is kept on " + dev.hexforge.contracts.Topics.STAGE_EVENTS_DEAD), job.toString());
+        assertEquals("EVENT_UNPROCESSABLE", job.path("stages").path(0).path("error").path("code").asText(), job.toString());
+        assertTrue(job.path("error").path("message").asText().contains("a completed export event without outputs"), job.toString());
+        // the event itself is on the dead-letter topic, as it arrived
+        java.util.Properties props = new java.util.Properties();
+        props.put("bootstrap.servers", infra.kafka());
+        props.put("group.id", "dead-letter-check-" + java.util.UUID.randomUUID());
+        props.put("auto.offset.reset", "earliest");
+        props.put("key.deserializer", org.apache.kafka.common.serialization.StringDeserializer.class.getName());
+        props.put("value.deserializer", org.apache.kafka.common.serialization.StringDeserializer.class.getName());
+        java.util.Set<String> dead = new java.util.HashSet<>();
+        try (var consumer = new org.apache.kafka.clients.consumer.KafkaConsumer<String, String>(props)) {
+            consumer.subscribe(List.of(dev.hexforge.contracts.Topics.STAGE_EVENTS_DEAD));
+            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            while (!(dead.contains(bad) && dead.contains("{not an event")) && System.nanoTime() < deadline) {
+                for (var r : consumer.poll(Duration.ofMillis(500))) {
+                    dead.add(r.value());
+                }
+            }
+        }
+        assertTrue(dead.contains(bad), "the unprocessable event is on " + dev.hexforge.contracts.Topics.STAGE_EVENTS_DEAD);
+        assertTrue(dead.contains("{not an event"), "so is an unreadable one, not dropped");
+        // and the job resumes from it: the export runs again and the job completes
+        assertEquals(200, call("POST", base + "/" + id + "/resume", null, null, "acme").status());
+        assertEquals("completed", awaitState(id, "acme", "completed", "failed").path("state").asText());
+    }
+
+    @Test
+    void aTransitionMadeOnAStaleCopyOfAJobFailsInsteadOfOverwriting() throws Exception {
+        String id = call("POST", base, "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [sign]\nsign:\n  provenance: false\n",
+                "application/yaml", "acme").body().path("id").asText();
+        awaitState(id, "acme", "completed", "failed");
+        JobRepository repo = gateway.getBean(JobRepository.class);
+        JobEntity stale = repo.findById(java.util.UUID.fromString(id)).orElseThrow();
+        JobEntity fresh = repo.findById(java.util.UUID.fromString(id)).orElseThrow();
+        fresh.errorHint = "first";
+        repo.save(fresh);
+        stale.errorHint = "second";
+        assertThrows(org.springframework.dao.OptimisticLockingFailureException.class, () -> repo.save(stale));
+        assertEquals("first", repo.findById(java.util.UUID.fromString(id)).orElseThrow().errorHint);
+        // a step that loses such a race is run again on fresh state
+        int[] tries = {0};
+        assertEquals("done", Conflicts.retry(() -> {
+            if (++tries[0] < 3) {
+                throw new org.springframework.orm.ObjectOptimisticLockingFailureException(JobEntity.class, id);
+            }
+            return "done";
+        }));
+        assertEquals(3, tries[0]);
+    }
+
+    @Test
+    void anAttemptNoServiceStartsIsDispatchedAgainAndFencedOff() throws Exception {
+        var listeners = quantizeService.getBean(org.springframework.kafka.config.KafkaListenerEndpointRegistry.class);
+        var container = listeners.getListenerContainer("quantize-requests");
+        container.pause(); // as if the request were lost, or every quantize service down
+        String id;
+        JsonNode job;
+        try {
+            id = call("POST", base, "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [quantize]\nquantize:\n  method: rtn\n",
+                    "application/yaml", "acme").body().path("id").asText();
+            job = awaitState(id, "acme", "failed", "completed");
+        } finally {
+            container.resume();
+        }
+        assertEquals("STAGE_STALLED", job.path("error").path("code").asText(), job.toString());
+        assertTrue(job.path("error").path("message").asText().contains("no quantize service started the attempt within 10 s"), job.toString());
+        assertEquals(3, job.path("stages").size(), "three attempts, each dispatched anew: " + job);
+        // the service, back, finds the three requests fenced off and runs none of them
+        Thread.sleep(5000);
+        JsonNode after = call("GET", base + "/" + id, null, null, "acme").body();
+        assertEquals("failed", after.path("state").asText());
+        ArtifactStore store = quantizeService.getBean(ArtifactStore.class);
+        for (JsonNode a : after.path("stages")) {
+            assertEquals("failed", a.path("state").asText(), after.toString());
+            String attempt = a.path("id").asText();
+            assertTrue(store.keysUnder(ArtifactStore.attemptPrefix(attempt)).contains(ArtifactStore.cancelledKey(attempt)), "fenced: " + attempt);
+            assertFalse(store.keysUnder(ArtifactStore.attemptPrefix(attempt)).contains(ArtifactStore.resultKey(attempt)),
+                    "no result stored for fenced attempt " + attempt);
+        }
     }
 }

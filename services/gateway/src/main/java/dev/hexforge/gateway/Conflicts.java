@@ -1,0 +1,29 @@
+package dev.hexforge.gateway;
+
+import org.springframework.dao.OptimisticLockingFailureException;
+
+import java.util.function.Supplier;
+
+/**
+ * Runs a state-machine step (its own transaction) again when it lost an optimistic-lock race: the step re-reads the job
+ * and decides afresh, so a cancel racing a completion ends in one consistent state, never a lost update.
+ */
+final class Conflicts {
+    static final int TRIES = 5;
+
+    private Conflicts() {
+    }
+
+    static <T> T retry(Supplier<T> step) {
+        for (int i = 1; ; i++) {
+            try {
+                return step.get();
+            } catch (OptimisticLockingFailureException e) {
+                if (i >= TRIES) {
+                    throw e;
+                }
+                Thread.onSpinWait();
+            }
+        }
+    }
+}
