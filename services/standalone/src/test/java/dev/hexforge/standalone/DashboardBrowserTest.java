@@ -154,7 +154,7 @@ class DashboardBrowserTest {
 
         // the owner signs in and submits from the form: fine-tune on a small slice of the task, then the NPU path
         signIn(adminToken);
-        Path train = home.resolve("train-slice.json");
+        Path train = Standalone.modelsFolder(home).resolve("train-slice.json"); // a folder standalone mode lets jobs read
         JsonNode all = new ObjectMapper().readTree(Fixtures.root().resolve("lora-task/train.json").toFile());
         StringBuilder slice = new StringBuilder("[");
         for (int i = 0; i < 32; i++) {
