@@ -302,12 +302,16 @@ public final class ModelArchive {
         @Override
         public int read(byte[] b, int off, int len) throws IOException {
             int n = super.read(b, off, len);
-            for (int i = 0; i < n; i++) {
-                ring[(int) ((count + i) % KEEP)] = b[off + i];
+            if (n <= 0) {
+                return n;
             }
-            if (n > 0) {
-                count += n;
-            }
+            // the last KEEP bytes of the chunk, in at most two copies around the ring (this is every upload's hot path)
+            int skip = Math.max(0, n - KEEP);
+            int at = (int) ((count + skip) % KEEP);
+            int first = Math.min(n - skip, KEEP - at);
+            System.arraycopy(b, off + skip, ring, at, first);
+            System.arraycopy(b, off + skip + first, ring, 0, n - skip - first);
+            count += n;
             return n;
         }
 

@@ -105,7 +105,7 @@ public class DeviceService {
     public boolean remove(UUID id, String tenant) {
         Optional<DeviceEntity> d = devices.findById(id).filter(x -> x.tenant.equals(tenant));
         d.ifPresent(x -> {
-            tasks.findAll().stream().filter(t -> id.equals(t.deviceId) && t.state == BenchmarkTaskEntity.State.LEASED).forEach(t -> {
+            tasks.findByDeviceIdAndState(id, BenchmarkTaskEntity.State.LEASED).forEach(t -> {
                 t.state = BenchmarkTaskEntity.State.QUEUED;
                 t.deviceId = null;
                 t.leaseUntil = null;

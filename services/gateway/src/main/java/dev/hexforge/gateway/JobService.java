@@ -13,7 +13,6 @@ import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Service;
 import org.springframework.transaction.annotation.Transactional;
 
-import java.nio.file.Path;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
@@ -70,7 +69,8 @@ public class JobService {
             }
         }
         List<dev.hexforge.contracts.Problem> problems = new java.util.ArrayList<>();
-        List<ArtifactRef> inputs = new java.util.ArrayList<>(modelInput(spec.model(), tenant, problems));
+        ModelInput model = modelInput(spec.model(), tenant, problems);
+        List<ArtifactRef> inputs = new java.util.ArrayList<>(model.refs());
         checkLimits(spec, problems);
         java.util.Set<String> firstReads = dataFields(spec.stageList().get(0));
         namedFiles(spec).forEach((field, input) -> { // every file named is checked, read by a stage of this job or not
@@ -87,8 +87,7 @@ public class JobService {
         if (!problems.isEmpty()) {
             throw new dev.hexforge.contracts.InvalidJobSpecException(problems);
         }
-        String modelName = spec.model().upload() != null ? uploads.findById(UUID.fromString(spec.model().upload())).map(u -> u.name).orElse("model")
-                : spec.model().artifact() != null ? "artifact " + spec.model().artifact() : Path.of(spec.model().path()).getFileName().toString();
+        String modelName = model.name();
         Instant now = Instant.now();
         JobEntity j = new JobEntity();
         j.id = UUID.randomUUID();
@@ -113,11 +112,16 @@ public class JobService {
     }
 
     /** The base model as a stage input: the tenant's upload or artifact; a server path is checked and passed in the spec. */
-    private List<ArtifactRef> modelInput(JobSpec.Input model, String tenant, List<dev.hexforge.contracts.Problem> problems) {
-        if (model.upload() != null) {
+    /** The base model as stage inputs, and the name a job without one of its own takes from it. */
+    private record ModelInput(List<ArtifactRef> refs, String name) {
+    }
+
+    private ModelInput modelInput(JobSpec.Input model, String tenant, List<dev.hexforge.contracts.Problem> problems) {
+        if (model.upload() != null) { // looked up once: its row gives the input and the job's name
             return upload("model.upload", model.upload(), tenant, true, problems)
-                    .map(u -> List.of(new ArtifactRef(u.id.toString(), StageEvents.MODEL_ARCHIVE, u.sha256, u.size, u.objectKey)))
-                    .orElse(List.of());
+                    .map(u -> new ModelInput(List.of(new ArtifactRef(u.id.toString(), StageEvents.MODEL_ARCHIVE, u.sha256, u.size, u.objectKey)),
+                            u.name))
+                    .orElse(new ModelInput(List.of(), "model"));
         }
         if (model.artifact() != null) {
             Map<String, Object> a;
@@ -127,20 +131,21 @@ public class JobService {
             } catch (ArtifactServiceClient.ArtifactServiceException e) {
                 if (e.status == 404) {
                     problems.add(new dev.hexforge.contracts.Problem("model.artifact", "no artifact '" + model.artifact() + "'"));
-                    return List.of();
+                    return new ModelInput(List.of(), "model");
                 }
                 throw e;
             }
             if (!MODEL_KINDS.contains(String.valueOf(a.get("kind")))) {
                 problems.add(new dev.hexforge.contracts.Problem("model.artifact", "artifact '" + model.artifact() + "' is a "
                         + a.get("kind") + ", not a model folder (" + String.join(", ", new java.util.TreeSet<>(MODEL_KINDS)) + ")"));
-                return List.of();
+                return new ModelInput(List.of(), "model");
             }
-            return List.of(new ArtifactRef(model.artifact(), StageEvents.BASE_MODEL, String.valueOf(a.get("sha256")),
-                    ((Number) a.get("size")).longValue(), null));
+            return new ModelInput(List.of(new ArtifactRef(model.artifact(), StageEvents.BASE_MODEL, String.valueOf(a.get("sha256")),
+                    ((Number) a.get("size")).longValue(), null)), "artifact " + model.artifact());
         }
         checkPath("model.path", model.path(), true, problems);
-        return List.of();
+        String last = model.path().substring(model.path().lastIndexOf('/') + 1);
+        return new ModelInput(List.of(), last.isEmpty() ? model.path() : last);
     }
 
     private void checkPath(String field, String path, boolean folder, List<dev.hexforge.contracts.Problem> problems) {

@@ -51,4 +51,6 @@ interface BenchmarkTaskRepository extends JpaRepository<BenchmarkTaskEntity, UUI
     List<BenchmarkTaskEntity> findByTenantAndStateOrderByCreatedAtAsc(String tenant, BenchmarkTaskEntity.State state);
 
     List<BenchmarkTaskEntity> findByStateAndLeaseUntilBefore(BenchmarkTaskEntity.State state, java.time.Instant before);
+
+    List<BenchmarkTaskEntity> findByDeviceIdAndState(UUID deviceId, BenchmarkTaskEntity.State state);
 }

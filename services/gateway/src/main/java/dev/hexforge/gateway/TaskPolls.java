@@ -24,8 +24,11 @@ import java.util.concurrent.TimeUnit;
 class TaskPolls implements DisposableBean {
     private static final Logger LOG = LoggerFactory.getLogger(TaskPolls.class);
     private final DeviceService devices;
-    private final Map<UUID, DeferredResult<ResponseEntity<?>>> waiting = new ConcurrentHashMap<>();
-    private final Map<DeferredResult<ResponseEntity<?>>, Long> deadlines = new ConcurrentHashMap<>();
+    /** A device's waiting poll and when it gives up (System.nanoTime). */
+    private record Poll(DeferredResult<ResponseEntity<?>> result, long deadline) {
+    }
+
+    private final Map<UUID, Poll> waiting = new ConcurrentHashMap<>();
     private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "hexforge-task-polls");
         t.setDaemon(true);
@@ -39,24 +42,23 @@ class TaskPolls implements DisposableBean {
 
     DeferredResult<ResponseEntity<?>> open(UUID device, Duration wait) {
         DeferredResult<ResponseEntity<?>> r = new DeferredResult<>(wait.toMillis() + 1000L);
-        if (waiting.putIfAbsent(device, r) != null) {
+        Poll poll = new Poll(r, System.nanoTime() + wait.toNanos());
+        if (waiting.putIfAbsent(device, poll) != null) {
             r.setResult(ResponseEntity.status(HttpStatus.CONFLICT).body(Map.of("error",
                     "a poll of this device is already waiting; a device polls once at a time")));
             return r;
         }
-        long deadline = System.nanoTime() + wait.toNanos();
-        r.onCompletion(() -> waiting.remove(device, r));
+        r.onCompletion(() -> waiting.remove(device, poll));
         r.onTimeout(() -> r.setResult(ResponseEntity.noContent().build()));
-        deadlines.put(r, deadline);
-        tryOne(device, r);
+        tryOne(device, poll);
         return r;
     }
 
     /** Ends a removed device's poll. */
     void cancel(UUID device) {
-        DeferredResult<ResponseEntity<?>> r = waiting.remove(device);
-        if (r != null) {
-            r.setResult(ResponseEntity.status(HttpStatus.UNAUTHORIZED).body(Map.of("error", "this device was removed")));
+        Poll p = waiting.remove(device);
+        if (p != null) {
+            p.result().setResult(ResponseEntity.status(HttpStatus.UNAUTHORIZED).body(Map.of("error", "this device was removed")));
         }
     }
 
@@ -64,26 +66,25 @@ class TaskPolls implements DisposableBean {
         waiting.forEach(this::tryOne);
     }
 
-    private void tryOne(UUID device, DeferredResult<ResponseEntity<?>> r) {
-        if (r.isSetOrExpired()) {
-            deadlines.remove(r);
-            return;
-        }
+    private void tryOne(UUID device, Poll poll) {
+        DeferredResult<ResponseEntity<?>> r = poll.result();
         try {
+            if (r.isSetOrExpired()) {
+                return;
+            }
             java.util.Optional<dev.hexforge.contracts.DeviceMessages.BenchmarkTask> t = devices.lease(device);
             if (t.isPresent()) {
                 if (!r.setResult(ResponseEntity.ok(t.get()))) {
                     LOG.warn("device {} left before taking task {}; its lease will expire", device, t.get().taskId());
                 }
-            } else if (System.nanoTime() >= deadlines.getOrDefault(r, Long.MIN_VALUE)) {
+            } else if (System.nanoTime() >= poll.deadline()) {
                 r.setResult(ResponseEntity.noContent().build());
             }
         } catch (RuntimeException e) {
             r.setErrorResult(e);
         } finally {
             if (r.isSetOrExpired()) {
-                deadlines.remove(r);
-                waiting.remove(device, r);
+                waiting.remove(device, poll);
             }
         }
     }
