@@ -1,20 +1,13 @@
 package dev.hexforge.cli;
 
-import dev.hexforge.checkpoint.Checkpoint;
-import dev.hexforge.forward.DecoderWeights;
-import dev.hexforge.lora.data.DatasetReader;
-import dev.hexforge.lora.data.EncodedExample;
-import dev.hexforge.lora.data.ExampleEncoder;
-import dev.hexforge.lora.train.LoraTrainer;
 import dev.hexforge.lora.train.TrainingListener;
+import dev.hexforge.pass.FinetunePass;
 import dev.hexforge.lora.train.TrainingOptions;
 import dev.hexforge.lora.train.TrainingReport;
-import dev.hexforge.tokenizer.Tokenizer;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 import java.nio.file.Path;
-import java.util.List;
 import java.util.concurrent.Callable;
 
 @Command(name = "finetune", mixinStandardHelpOptions = true,
@@ -38,7 +31,7 @@ final class FinetuneCommand implements Callable<Integer> {
     @Option(names = "--dropout", description = "dropout on the adapter input (default ${DEFAULT-VALUE})")
     double dropout = D.dropout();
     @Option(names = "--targets", split = ",", description = "modules to adapt (default q_proj,k_proj,v_proj,o_proj)")
-    List<String> targets = D.targets();
+    java.util.List<String> targets = D.targets();
     @Option(names = "--rslora", description = "scale by alpha/sqrt(r) (rsLoRA)")
     boolean rslora;
     @Option(names = "--batch", description = "examples per micro-batch (default ${DEFAULT-VALUE})")
@@ -74,26 +67,10 @@ final class FinetuneCommand implements Callable<Integer> {
     public Integer call() {
         TrainingOptions o = new TrainingOptions(r, alpha, dropout, targets, rslora, batch, accum, lr, epochs, maxLen, seed,
                 warmup, schedule, weightDecay, maxGradNorm, checkpointEvery, evalSplit, D.evalMaxNewTokens(), threads);
-        try (Checkpoint ckpt = Checkpoint.open(model); Tokenizer tok = Tokenizer.load(model);
-             ProgressBar bar = new ProgressBar("finetune")) {
-            DecoderWeights base = DecoderWeights.load(ckpt);
-            ExampleEncoder enc = new ExampleEncoder(tok, maxLen);
-            ExampleEncoder.Encoded all = enc.encode(DatasetReader.read(data));
-            List<EncodedExample> train = all.examples();
-            List<EncodedExample> held;
-            if (eval != null) {
-                held = enc.encode(DatasetReader.read(eval)).examples();
-            } else {
-                List<List<EncodedExample>> split = LoraTrainer.split(train, evalSplit, seed);
-                train = split.get(0);
-                held = split.get(1);
-            }
-            var d = all.report();
-            if (!json) {
-                System.out.printf("data: %d examples (%d cut to %d tokens, %d dropped), %d train / %d eval%n",
-                        d.examples(), d.truncated(), maxLen, d.dropped(), train.size(), held.size());
-            }
-            TrainingReport report = new LoraTrainer(base, tok, o, new TrainingListener() {
+        java.util.List<String> epochLines = new java.util.ArrayList<>();
+        FinetunePass.Result result;
+        try (ProgressBar bar = new ProgressBar("finetune")) {
+            result = FinetunePass.run(new FinetunePass.Inputs(model, data, eval), o, out, new TrainingListener() {
                 @Override
                 public void onStep(StepMetrics m) {
                     bar.update(String.format("step %d/%d loss %.4f lr %.2e %.0f tok/s ETA %.0fs", m.step(), m.totalSteps(),
@@ -102,22 +79,25 @@ final class FinetuneCommand implements Callable<Integer> {
 
                 @Override
                 public void onEpoch(EpochMetrics m) {
-                    if (!json) {
-                        System.out.printf("epoch %d: train loss %.4f, eval loss %.4f, exact match %.1f%%%n", m.epoch(),
-                                m.trainLoss(), m.evalLoss(), m.exactMatch() * 100);
-                    }
+                    epochLines.add(String.format("epoch %d: train loss %.4f, eval loss %.4f, exact match %.1f%%", m.epoch(),
+                            m.trainLoss(), m.evalLoss(), m.exactMatch() * 100));
                 }
-            }).train(train, d, held, out, model.getFileName().toString());
-            TrainingListener.EpochMetrics last = report.last();
-            if (json) {
-                new Json().put("out", out.toAbsolutePath().toString()).put("steps", report.steps())
-                        .put("resumed_from_step", report.resumedFromStep()).put("train_loss", last.trainLoss())
-                        .put("eval_loss", last.evalLoss()).put("exact_match", last.exactMatch())
-                        .put("seconds", report.seconds()).put("tokens_per_second", report.tokensPerSecond()).print();
-            } else {
-                System.out.printf("adapter written to %s (%d steps, %.1f s, %.0f tokens/s)%n", out, report.steps(),
-                        report.seconds(), report.tokensPerSecond());
-            }
+            });
+        }
+        TrainingReport report = result.training();
+        TrainingListener.EpochMetrics last = report.last();
+        if (json) {
+            new Json().put("out", out.toAbsolutePath().toString()).put("steps", report.steps())
+                    .put("resumed_from_step", report.resumedFromStep()).put("train_loss", last.trainLoss())
+                    .put("eval_loss", last.evalLoss()).put("exact_match", last.exactMatch())
+                    .put("seconds", report.seconds()).put("tokens_per_second", report.tokensPerSecond()).print();
+        } else {
+            var d = result.data();
+            System.out.printf("data: %d examples (%d cut to %d tokens, %d dropped), %d train / %d eval%n",
+                    d.examples(), d.truncated(), maxLen, d.dropped(), result.trainExamples(), result.evalExamples());
+            epochLines.forEach(System.out::println);
+            System.out.printf("adapter written to %s (%d steps, %.1f s, %.0f tokens/s)%n", out, report.steps(),
+                    report.seconds(), report.tokensPerSecond());
         }
         return 0;
     }

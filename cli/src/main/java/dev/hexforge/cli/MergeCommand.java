@@ -1,8 +1,6 @@
 package dev.hexforge.cli;
 
-import dev.hexforge.checkpoint.Checkpoint;
-import dev.hexforge.lora.LoraAdapter;
-import dev.hexforge.lora.LoraMerge;
+import dev.hexforge.pass.MergePass;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -23,16 +21,13 @@ final class MergeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        try (Checkpoint base = Checkpoint.open(model)) {
-            LoraAdapter a = LoraAdapter.read(adapter, base.config());
-            LoraMerge.merge(base, a, out);
-            if (json) {
-                new Json().put("out", out.toAbsolutePath().toString()).put("merged_linears", a.deltas().size())
-                        .put("scale", a.config().scale()).print();
-            } else {
-                System.out.printf("merged %d adapted linears (r=%d, scale %.3f) into %s%n", a.deltas().size(), a.config().r(),
-                        a.config().scale(), out);
-            }
+        MergePass.Result r = MergePass.run(model, adapter, out);
+        if (json) {
+            new Json().put("out", out.toAbsolutePath().toString()).put("merged_linears", r.report().get("mergedLinears"))
+                    .put("scale", r.report().get("scale")).print();
+        } else {
+            System.out.printf("merged %s adapted linears (r=%s, scale %.3f) into %s%n", r.report().get("mergedLinears"),
+                    r.report().get("rank"), ((Number) r.report().get("scale")).doubleValue(), out);
         }
         return 0;
     }

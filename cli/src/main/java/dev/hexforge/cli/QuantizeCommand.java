@@ -1,8 +1,11 @@
 package dev.hexforge.cli;
 
-import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.io.Folders;
 import dev.hexforge.onnx.export.ExportOptions;
 import dev.hexforge.onnx.export.Variant;
+import dev.hexforge.pass.ExportPass;
+import dev.hexforge.pass.QuantizePass;
+import dev.hexforge.quant.BundledData;
 import dev.hexforge.quant.QuantSpec;
 import dev.hexforge.quant.QuantizationReport;
 import dev.hexforge.quant.QuantizeOptions;
@@ -16,13 +19,16 @@ import java.util.List;
 import java.util.concurrent.Callable;
 
 @Command(name = "quantize", mixinStandardHelpOptions = true,
-        description = "Quantize a Hugging Face folder's linears and export QDQ and/or MatMulNBits ONNX, gated on perplexity.")
+        description = {"Quantize a Hugging Face folder's linears and export QDQ and/or MatMulNBits ONNX, gated on perplexity.",
+                "Writes OUT/quantization_report.json, the quantized checkpoint OUT/checkpoint and the export (OUT/onnx-model, "
+                        + "or OUT/qdq and OUT/matmulnbits for --format both): the quantize and export stages of the fleet, in one command."})
 final class QuantizeCommand implements Callable<Integer> {
     @Option(names = "--model", required = true, description = "Hugging Face model folder")
     Path model;
     @Option(names = "--method", defaultValue = "rtn", description = "rtn, gptq or awq (default: ${DEFAULT-VALUE})")
     String method;
-    @Option(names = "--calib", description = "calibration JSONL ({\"text\": ...} or {\"messages\": [...]}); needed by gptq and awq")
+    @Option(names = "--calib", description = "calibration JSONL ({\"text\": ...} or {\"messages\": [...]}) for gptq, awq and "
+            + "--auto-keep (default: the bundled set, as the fleet uses)")
     Path calib;
     @Option(names = "--samples", defaultValue = "128", description = "calibration samples (default: ${DEFAULT-VALUE})")
     int samples;
@@ -52,12 +58,18 @@ final class QuantizeCommand implements Callable<Integer> {
     int accuracyLevel;
     @Option(names = "--variant", defaultValue = "dynamic", description = "dynamic or static (default: ${DEFAULT-VALUE})")
     String variant;
-    @Option(names = "--seq", defaultValue = "128")
+    @Option(names = "--seq", defaultValue = "128", description = "static prompt-graph length (default: ${DEFAULT-VALUE})")
     int seq;
-    @Option(names = "--ctx", defaultValue = "512")
+    @Option(names = "--ctx", defaultValue = "512", description = "static context length (default: ${DEFAULT-VALUE})")
     int ctx;
-    @Option(names = "--eval", description = "text scored for the accuracy gate (perplexity, float vs quantized)")
+    @Option(names = "--opset", defaultValue = "17", description = "ONNX opset, 17-21 (default: ${DEFAULT-VALUE})")
+    int opset;
+    @Option(names = "--eval", description = "text scored for the accuracy gate (perplexity, float vs quantized; default: the "
+            + "bundled text, as the fleet uses)")
     Path eval;
+    @Option(names = "--encodings", description = "write the QNN converter's quantization overrides (encodings.json) into the "
+            + "QDQ export; only per-channel specs (--group 0) can be expressed")
+    boolean encodings;
     @Option(names = "--window", defaultValue = "128")
     int window;
     @Option(names = "--max-delta-ppl", defaultValue = "0.5", description = "gate: largest allowed perplexity rise (default: ${DEFAULT-VALUE})")
@@ -68,31 +80,40 @@ final class QuantizeCommand implements Callable<Integer> {
     boolean json;
 
     @Override
-    public Integer call() {
+    public Integer call() throws java.io.IOException {
         if (sym && asym) {
             throw new IllegalArgumentException("--sym and --asym contradict each other");
         }
-        boolean symmetric = sym || (!asym && bits == 8);
-        int groupSize = group != null ? group : (bits == 8 ? 0 : 128);
-        Variant v = variant.equalsIgnoreCase("static") ? Variant.STATIC : Variant.DYNAMIC;
-        if (!variant.equalsIgnoreCase("static") && !variant.equalsIgnoreCase("dynamic")) {
-            throw new IllegalArgumentException("--variant must be dynamic or static, got '" + variant + "'");
+        QuantSpec spec = QuantizePass.spec(bits, group, sym ? Boolean.TRUE : asym ? Boolean.FALSE : null);
+        ExportPass.Options export = new ExportPass.Options(new ExportOptions(Variant.parse(variant), seq, ctx, opset),
+                ExportPass.Format.parse(format), accuracyLevel, encodings);
+        Path bundled = java.nio.file.Files.createTempDirectory("hexforge-bundled");
+        QuantizePass.Result r;
+        ExportPass.Result exported = null;
+        try (ProgressBar bar = new ProgressBar("quantize")) {
+            Path calibration = calib != null ? calib : BundledData.calibration(bundled);
+            QuantizeOptions opt = new QuantizeOptions(method.toLowerCase(java.util.Locale.ROOT), spec, keep,
+                    new QuantizeOptions.Calibration(calibration, samples, calibLen, seed), new Gptq.Options(128, 0.01, actOrder),
+                    eval != null ? eval : BundledData.evalText(bundled), window, maxDeltaPpl, autoKeep);
+            r = QuantizePass.run(model, opt, out, (what, done, total) -> bar.update(what, done, 2 * total));
+            if (r.passed()) {
+                exported = ExportPass.run(r.checkpoint(), export, export.format() == ExportPass.Format.BOTH ? out : out.resolve("onnx-model"),
+                        (what, done, total) -> bar.update(what, total + done, 2 * total));
+            }
+        } finally {
+            Folders.deleteQuietly(bundled);
         }
-        ExportOptions export = new ExportOptions(v, seq, ctx, ExportOptions.DEFAULT_OPSET);
-        QuantizeOptions.Calibration cal = calib == null ? null : new QuantizeOptions.Calibration(calib, samples, calibLen, seed);
-        QuantizeOptions opt = new QuantizeOptions(method.toLowerCase(), new QuantSpec(bits, groupSize, symmetric), keep,
-                format.toLowerCase(), export, cal, new Gptq.Options(128, 0.01, actOrder), eval, window, maxDeltaPpl, autoKeep,
-                accuracyLevel);
-        QuantizePipeline.Result r;
-        try (Checkpoint ckpt = Checkpoint.open(model); ProgressBar bar = new ProgressBar("quantize")) {
-            r = QuantizePipeline.run(ckpt, opt, out, bar);
-        }
+        List<Path> outputs = exported == null ? List.of() : exported.outputs().stream().map(ExportPass.Output::dir).toList();
         QuantizationReport rep = r.report();
         rep.warnings().forEach(w -> System.err.println("warning: " + w));
+        if (exported != null) {
+            ((List<?>) exported.report().get("warnings")).forEach(w -> System.err.println("warning: " + w));
+        }
         if (json) {
             new Json().put("gate_passed", rep.gatePassed()).put("float_perplexity", rep.floatPerplexity())
                     .put("quantized_perplexity", rep.quantizedPerplexity()).put("delta_perplexity", rep.deltaPerplexity())
-                    .put("greedy_agreement", rep.greedyAgreement()).put("outputs", r.outputs().stream().map(Path::toString).toList())
+                    .put("greedy_agreement", rep.greedyAgreement()).put("outputs", outputs.stream().map(Path::toString).toList())
+                    .put("checkpoint", r.checkpoint() == null ? null : r.checkpoint().toString())
                     .put("report", out.resolve(QuantizePipeline.REPORT).toString()).put("worst_layers", rep.worstLayers()).print();
         } else {
             System.out.printf("%s %s: %d linears quantized, greedy agreement %.0f%%%n", rep.method(), rep.spec(),
@@ -101,7 +122,7 @@ final class QuantizeCommand implements Callable<Integer> {
                 System.out.printf("perplexity %.4f -> %.4f (delta %.4f, limit %.4f)%n", rep.floatPerplexity(),
                         rep.quantizedPerplexity(), rep.deltaPerplexity(), rep.maxDeltaPerplexity());
             }
-            r.outputs().forEach(o -> System.out.println("wrote " + o));
+            outputs.forEach(o -> System.out.println("wrote " + o));
             System.out.println("report " + out.resolve(QuantizePipeline.REPORT));
         }
         if (!rep.gatePassed()) {

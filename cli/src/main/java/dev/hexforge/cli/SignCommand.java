@@ -1,9 +1,9 @@
 package dev.hexforge.cli;
 
-import ai.onnxruntime.OrtEnvironment;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.JobSpecReader;
+import dev.hexforge.pass.SignPass;
 import dev.hexforge.signing.Keys;
 import dev.hexforge.signing.Provenance;
 import dev.hexforge.signing.ModelSignature;
@@ -52,12 +52,8 @@ final class SignCommand implements Callable<Integer> {
             materials.forEach((name, path) -> digests.put(name, Provenance.digestOf(path)));
             JsonNode specJson = spec == null ? null
                     : ContractsJson.MAPPER.readTree(JobSpecReader.toJson(JobSpecReader.read(Files.readString(spec))));
-            Map<String, String> versions = new LinkedHashMap<>();
-            versions.put("hexforge", "0.1.0");
-            versions.put("onnxruntime", OrtEnvironment.getEnvironment().getVersion());
-            versions.put("java", System.getProperty("java.version"));
-            Provenance.sign(dir, privateKey, new Provenance.Facts(specJson, digests, versions, UUID.randomUUID().toString(),
-                    started, Instant.now()));
+            Provenance.sign(dir, privateKey, new Provenance.Facts(specJson, digests, SignPass.versions(dir),
+                    UUID.randomUUID().toString(), started, Instant.now()));
         }
         ModelSignature.sign(dir, privateKey, sig, IgnorePaths.relativeTo(dir, ignore));
         if (json) {

@@ -173,13 +173,42 @@ public final class Checkpoint implements Closeable {
     public static final List<String> SIDE_FILES = List.of("config.json", "generation_config.json", "tokenizer.json",
             "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json");
 
-    /** Copies this folder's side files (those present) into {@code dir}. */
+    /**
+     * The model's name: config.json's {@code _name_or_path} (Hugging Face's own record, which the passes that write
+     * a new folder keep), else the folder's name. Exports record it, so an export names the model it came from,
+     * not the scratch folder a stage happened to read it from.
+     */
+    public String name() {
+        try {
+            com.fasterxml.jackson.databind.JsonNode n = new com.fasterxml.jackson.databind.ObjectMapper()
+                    .readTree(dir.resolve("config.json").toFile()).path(NAME_FIELD);
+            if (n.isTextual() && !n.asText().isBlank()) {
+                return n.asText();
+            }
+        } catch (java.io.IOException e) {
+            // opened already, so config.json was readable; the folder's name will do
+        }
+        Path f = dir.toAbsolutePath().normalize().getFileName();
+        return f == null ? "model" : f.toString();
+    }
+
+    private static final String NAME_FIELD = "_name_or_path";
+
+    /** Copies this folder's side files (those present) into {@code dir}; config.json names the model ({@link #name}). */
     public void copySideFiles(Path dir) throws java.io.IOException {
         for (String f : SIDE_FILES) {
             Path src = this.dir.resolve(f);
             if (java.nio.file.Files.isRegularFile(src)) {
                 java.nio.file.Files.copy(src, dir.resolve(f), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
             }
+        }
+        Path config = dir.resolve("config.json");
+        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper()
+                .enable(com.fasterxml.jackson.databind.SerializationFeature.INDENT_OUTPUT);
+        com.fasterxml.jackson.databind.JsonNode c = json.readTree(config.toFile());
+        if (c instanceof com.fasterxml.jackson.databind.node.ObjectNode o && !o.path(NAME_FIELD).isTextual()) {
+            o.put(NAME_FIELD, name());
+            json.writeValue(config.toFile(), o);
         }
     }
 

@@ -1,6 +1,5 @@
 package dev.hexforge.quant;
 
-import dev.hexforge.onnx.export.ExportOptions;
 import dev.hexforge.quant.gptq.Gptq;
 
 import java.nio.file.Path;
@@ -11,18 +10,14 @@ import java.util.List;
  *
  * @param method       rtn, gptq or awq
  * @param keep         module-name patterns left in float (e.g. "q_proj")
- * @param format       qdq, matmulnbits or both (ONNX exports), or checkpoint (a quantized checkpoint folder for a
- *                     later export stage)
  * @param calibration  where calibration samples come from; required by gptq and awq, unused by rtn
  * @param evalText     text scored for the accuracy gate; null skips perplexity and the gate
  * @param maxDeltaPpl  the gate: largest allowed rise in perplexity over the float model
  * @param autoKeepPercent automatic mixed precision: keep the most sensitive linears in float while the extra bytes
  *                     stay within this percentage of the quantized linears (0: off; needs calibration data)
- * @param accuracyLevel MatMulNBits compute (see {@link dev.hexforge.quant.onnx.MatMulNBitsFormat}): 4 int8 activations, 0 float32
  */
-public record QuantizeOptions(String method, QuantSpec spec, List<String> keep, String format, ExportOptions export,
-                              Calibration calibration, Gptq.Options gptq, Path evalText, int evalWindow, double maxDeltaPpl,
-                              double autoKeepPercent, int accuracyLevel) {
+public record QuantizeOptions(String method, QuantSpec spec, List<String> keep, Calibration calibration, Gptq.Options gptq,
+                              Path evalText, int evalWindow, double maxDeltaPpl, double autoKeepPercent) {
     public static final double DEFAULT_MAX_DELTA_PPL = 0.5;
 
     /** N samples of at most L tokens from a JSONL file, chosen with a seed. */
@@ -39,9 +34,6 @@ public record QuantizeOptions(String method, QuantSpec spec, List<String> keep, 
         if (!method.equals("rtn") && calibration == null) {
             throw new QuantizationException(method + " needs calibration data: give --calib FILE (JSONL of {\"text\": ...})");
         }
-        if (!List.of("qdq", "matmulnbits", "both", "checkpoint").contains(format)) {
-            throw new QuantizationException("format must be qdq, matmulnbits, both or checkpoint, got '" + format + "'");
-        }
         if (autoKeepPercent < 0 || autoKeepPercent > 1000) {
             throw new QuantizationException("the automatic keep budget must be between 0 and 1000 percent, got " + autoKeepPercent);
         }
@@ -54,10 +46,5 @@ public record QuantizeOptions(String method, QuantSpec spec, List<String> keep, 
         if (gptq == null) {
             gptq = Gptq.Options.defaults();
         }
-    }
-
-    public static QuantizeOptions rtn(QuantSpec spec, String format, ExportOptions export, Path evalText) {
-        return new QuantizeOptions("rtn", spec, List.of(), format, export, null, null, evalText, 128, DEFAULT_MAX_DELTA_PPL, 0,
-                dev.hexforge.quant.onnx.MatMulNBitsFormat.INT8_ACTIVATIONS);
     }
 }

@@ -8,15 +8,11 @@ import dev.hexforge.forward.DecoderForward;
 import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.generate.Generator;
 import dev.hexforge.io.Folders;
-import dev.hexforge.onnx.export.DecoderExporter;
-import dev.hexforge.onnx.export.LinearFormat;
 import dev.hexforge.progress.Progress;
 import dev.hexforge.quant.awq.Awq;
 import dev.hexforge.quant.calib.CalibrationSet;
 import dev.hexforge.quant.calib.CoverageReport;
 import dev.hexforge.quant.gptq.GptqRunner;
-import dev.hexforge.quant.onnx.MatMulNBitsFormat;
-import dev.hexforge.quant.onnx.QdqFormat;
 import dev.hexforge.tokenizer.Tokenizer;
 
 import java.io.IOException;
@@ -32,10 +28,13 @@ import java.util.Map;
 /**
  * The quantize pass: quantize the checkpoint's linears (RTN, or GPTQ / AWQ on calibration data), measure the accuracy cost (perplexity of the float and
  * fake-quantized Java forward on the evaluation text, greedy agreement on fixed prompts), apply the gate, and only
- * when it passes export the quantized ONNX model(s). The report is written either way.
+ * when it passes write the quantized checkpoint ({@code OUT/checkpoint}, see {@link QuantizedCheckpoint}). The report
+ * ({@code OUT/quantization_report.json}) is written either way.
  */
 public final class QuantizePipeline {
     public static final String REPORT = "quantization_report.json";
+    /** The quantized checkpoint's folder in the output. */
+    public static final String CHECKPOINT = "checkpoint";
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
     private static final List<String> AGREEMENT_PROMPTS = List.of(
             "First Citizen:\nBefore we proceed any further, hear me speak.\n\n",
@@ -43,8 +42,8 @@ public final class QuantizePipeline {
             "子曰：学而时习之，不亦说乎？",
             "<|im_start|>user\nContinue the text.<|im_end|>\n<|im_start|>assistant\n");
 
-    /** The outcome: the report, and the export folders written (none when the gate failed). */
-    public record Result(QuantizationReport report, List<Path> outputs) {
+    /** The outcome: the report, and the quantized checkpoint written (null when the gate failed). */
+    public record Result(QuantizationReport report, Path checkpoint) {
     }
 
     private QuantizePipeline() {
@@ -118,38 +117,18 @@ public final class QuantizePipeline {
         boolean passed = delta == null || delta <= opt.maxDeltaPpl();
         List<String> worst = layers.stream().sorted(Comparator.comparingDouble(QuantizationReport.LayerReport::relativeError).reversed())
                 .limit(5).map(l -> l.name() + String.format(" (rel. error %.4f)", l.relativeError())).toList();
-        List<Path> outputs = new ArrayList<>();
+        Path checkpoint = out.resolve(CHECKPOINT);
         try {
             Files.createDirectories(out);
             if (passed) {
-                progress.update("export", 2, 3);
-                if (AimetEncodings.supports(opt.spec())) {
-                    AimetEncodings.write(qm, keep, out.resolve(AimetEncodings.FILE));
-                } else {
-                    warnings.add("no " + AimetEncodings.FILE + " for the QNN converter: AIMET encodings 0.5.0 have no block "
-                            + "encodings, so only per-channel specs (group 0) can be written");
-                }
-                if (opt.format().equals("checkpoint")) {
-                    QuantizedCheckpoint.write(ckpt, qm, opt.method(), out.resolve("checkpoint"));
-                    outputs.add(out.resolve("checkpoint"));
-                }
-                List<String> formats = switch (opt.format()) {
-                    case "both" -> List.of("qdq", "matmulnbits");
-                    case "checkpoint" -> List.of();
-                    default -> List.of(opt.format());
-                };
-                for (String f : formats) {
-                    LinearFormat format = f.equals("qdq") ? new QdqFormat(qm) : new MatMulNBitsFormat(qm, opt.accuracyLevel());
-                    Path dir = formats.size() == 1 ? out.resolve("onnx-model") : out.resolve(f);
-                    DecoderExporter.export(ckpt, dir, opt.export(), format, Progress.NONE);
-                    outputs.add(dir);
-                }
+                progress.update("write", 2, 3);
+                QuantizedCheckpoint.write(ckpt, qm, opt.method(), checkpoint);
             }
             QuantizationReport report = new QuantizationReport(opt.method(), opt.spec().describe(), keep, coverage,
                     warnings, layers, awqGroups, scan, fpPpl, qPpl, delta, opt.maxDeltaPpl(), passed, agreement, worst, (System.nanoTime() - t0) / 1e9);
             JSON.writeValue(out.resolve(REPORT).toFile(), report);
             progress.update("done", 3, 3);
-            return new Result(report, outputs);
+            return new Result(report, passed ? checkpoint : null);
         } catch (IOException e) {
             throw new UncheckedIOException("writing " + out + ": " + e.getMessage(), e);
         }

@@ -5,6 +5,7 @@ import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
+import dev.hexforge.pass.SignPass;
 import dev.hexforge.signing.Provenance;
 import dev.hexforge.signing.SigningException;
 import dev.hexforge.stage.Attempt;
@@ -17,12 +18,10 @@ import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.kafka.support.Acknowledgment;
 import org.springframework.stereotype.Component;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -54,29 +53,44 @@ class SignWorker extends StageWorker {
     }
 
     @Override
-    protected StageEvents.Completed run(Attempt a) throws IOException {
+    protected StageEvents.Completed run(Attempt a) {
         StageEvents.StageRequest req = a.request();
-        StageEvents.ArtifactRef out;
-        boolean storedFolder = !req.inputs().isEmpty() && !StageEvents.isJobInput(req.inputs().get(0).kind());
-        if (!a.spec().sign().provenance() && storedFolder) {
-            StageEvents.ArtifactRef in = req.inputs().get(0);
-            out = new StageEvents.ArtifactRef(StageEvents.artifactId(req.attemptId(), in.sha256()), in.kind(), in.sha256(),
-                    in.size(), in.key());
-        } else {
-            Path folder = a.dir().resolve("signed");
-            dev.hexforge.io.Folders.copyTree(a.model(), folder);
-            if (a.spec().sign().provenance()) {
-                Provenance.sign(folder, keys.signing(), facts(a, folder, storedFolder));
-            }
-            out = a.storeOutput(folder, storedFolder ? req.inputs().get(0).kind() : "hf-model");
+        List<StageEvents.ArtifactRef> folders = req.inputs().stream().filter(i -> !StageEvents.isJobInput(i.kind())).toList();
+        List<StageEvents.ArtifactRef> outputs = new ArrayList<>();
+        if (folders.isEmpty()) { // a sign-only job: the model as the tenant gave it
+            Path signed = SignPass.run(a.model(), a.dir().resolve("signed"), keys.signing(),
+                    a.spec().sign().provenance() ? facts(a, a.model(), false) : null);
+            outputs.add(a.storeOutput(signed, "hf-model"));
         }
-        ArtifactEntity row = catalogue.register(req.tenant(), req.jobId(), req.attemptId(), Stage.SIGN.id(), out);
-        Map<String, Object> report = new LinkedHashMap<>();
-        report.put("rootDigest", row.rootDigest);
-        report.put("keyHint", row.keyHint);
-        report.put("provenance", row.provenance);
-        report.put("files", row.fileCount);
-        return a.completed(List.of(out), report);
+        for (int n = 0; n < folders.size(); n++) { // every output of the stage before (quantize.format both makes two)
+            StageEvents.ArtifactRef in = folders.get(n);
+            if (!a.spec().sign().provenance()) {
+                outputs.add(new StageEvents.ArtifactRef(StageEvents.artifactId(req.attemptId(), in.sha256()), in.kind(), in.sha256(),
+                        in.size(), in.key()));
+                continue;
+            }
+            Path folder = n == 0 ? a.model() : a.dir().resolve("in").resolve("model-" + n);
+            if (n > 0) {
+                store().getFolder(in.sha256(), folder);
+            }
+            Path signed = SignPass.run(folder, a.dir().resolve("signed-" + n), keys.signing(), facts(a, folder, true));
+            outputs.add(a.storeOutput(signed, in.kind()));
+        }
+        List<Map<String, Object>> rows = new ArrayList<>();
+        for (StageEvents.ArtifactRef out : outputs) {
+            ArtifactEntity row = catalogue.register(req.tenant(), req.jobId(), req.attemptId(), Stage.SIGN.id(), out);
+            Map<String, Object> r = new LinkedHashMap<>();
+            r.put("rootDigest", row.rootDigest);
+            r.put("keyHint", row.keyHint);
+            r.put("provenance", row.provenance);
+            r.put("files", row.fileCount);
+            rows.add(r);
+        }
+        Map<String, Object> report = new LinkedHashMap<>(rows.get(0)); // the first output's, as before; every one's below
+        if (rows.size() > 1) {
+            report.put("artifacts", rows);
+        }
+        return a.completed(outputs, report);
     }
 
     /**
@@ -109,11 +123,7 @@ class SignWorker extends StageWorker {
         for (ArtifactEntity e : earlier) {
             materials.put(e.stage + "/" + e.kind, e.rootDigest);
         }
-        Map<String, String> versions = new LinkedHashMap<>();
-        String v = SignWorker.class.getPackage().getImplementationVersion();
-        versions.put("hexforge", v == null ? "development" : v);
-        versions.put("java", System.getProperty("java.version"));
-        versions.putAll(toolVersions(folder));
+        Map<String, String> versions = SignPass.versions(folder);
         JsonNode specJson = ContractsJson.MAPPER.valueToTree(spec);
         Instant started = earlier.isEmpty() ? req.requestedAt() : earlier.get(0).createdAt;
         String origin = built ? null : (model.path() != null ? "supplied" : "uploaded") + " by tenant " + req.tenant() + " ("
@@ -131,30 +141,6 @@ class SignWorker extends StageWorker {
         } else {
             materials.put(name + ":" + input.path(), Provenance.digestOf(a.input(field, input)));
         }
-    }
-
-    /** Versions the folder records: the exporter's (export.json) and the compile target's tools (manifest.json). */
-    private static Map<String, String> toolVersions(Path folder) {
-        Map<String, String> out = new LinkedHashMap<>();
-        try {
-            Path export = folder.resolve("export.json");
-            if (Files.isRegularFile(export)) {
-                JsonNode e = ContractsJson.MAPPER.readTree(export.toFile());
-                out.put("exporter", e.path("hexforgeVersion").asText());
-                out.put("onnxOpset", e.path("opset").asText());
-            }
-            Path manifest = folder.resolve("manifest.json");
-            if (Files.isRegularFile(manifest)) {
-                JsonNode m = ContractsJson.MAPPER.readTree(manifest.toFile());
-                m.path("tools").properties().forEach(t -> out.put(t.getKey(), t.getValue().asText()));
-                if (m.has("qnnSdk")) {
-                    out.put("qnnSdk", m.path("qnnSdk").asText());
-                }
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException("reading the versions in " + folder + ": " + e.getMessage(), e);
-        }
-        return out;
     }
 
     @Override

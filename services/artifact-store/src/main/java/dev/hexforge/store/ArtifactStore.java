@@ -103,6 +103,22 @@ public final class ArtifactStore {
         return "objects/" + sha256;
     }
 
+    /**
+     * The digest {@link #putFolder} gives {@code dir} (the sha256 of its manifest of paths and file digests), computed
+     * without storing anything: a folder made elsewhere (by the CLI) compares with a stored one by this.
+     */
+    public static String digest(Path dir) {
+        try (Stream<Path> s = Files.walk(dir)) {
+            List<Entry> entries = new ArrayList<>();
+            for (Path f : s.filter(Files::isRegularFile).sorted().toList()) {
+                entries.add(new Entry(dir.relativize(f).toString().replace('\\', '/'), sha256(f), Files.size(f)));
+            }
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(JSON.writeValueAsBytes(entries)));
+        } catch (Exception e) {
+            throw new StoreException("digesting " + dir + ": " + e.getMessage(), e);
+        }
+    }
+
     public StoredFolder putFolder(Path dir) {
         List<Entry> entries = new ArrayList<>();
         try (Stream<Path> s = Files.walk(dir)) {

@@ -1,13 +1,8 @@
 package dev.hexforge.compileservice;
 
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hexforge.compile.CompileException;
-import dev.hexforge.compile.CompileOptions;
-import dev.hexforge.compile.OrtQnnBundler;
-import dev.hexforge.compile.QnnSdk;
-import dev.hexforge.contracts.ContractsJson;
-import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.Stage;
+import dev.hexforge.pass.CompilePass;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.stage.Attempt;
 import dev.hexforge.stage.StageServiceConfig;
@@ -24,7 +19,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 
-/** Compiles the export stage's static graphs for the job's target and stores the bundle. */
+/** Runs {@link CompilePass} on the export stage's static graphs for the job's target and stores the bundle. */
 @Component
 class CompileWorker extends StageWorker {
     private final String sdkRoot;
@@ -48,25 +43,10 @@ class CompileWorker extends StageWorker {
 
     @Override
     protected StageEvents.Completed run(Attempt a) {
-        JobSpec.Compile c = a.spec().compile();
-        CompileOptions opt = CompileOptions.of(c.soc(), c.htpArch());
-        Path out = a.dir().resolve("bundle");
-        long t0 = System.nanoTime();
-        ObjectNode manifest;
-        if (c.target().equals(OrtQnnBundler.TARGET)) {
-            manifest = OrtQnnBundler.build(a.model(), out, opt);
-        } else {
-            if (sdkRoot.isBlank()) { // the gateway refuses such jobs; a request that got here anyway fails clearly
-                throw new CompileException("target " + c.target() + " needs a QNN SDK and this compile service has none",
-                        "set QNN_SDK_ROOT on the compile service, or use compile.target: ort-qnn");
-            }
-            manifest = new QnnSdk(Path.of(sdkRoot)).build(c.target(), a.model(), out, opt);
-        }
+        CompilePass.Result r = CompilePass.run(a.model(), CompilePass.options(a.spec().compile(),
+                sdkRoot.isBlank() ? null : Path.of(sdkRoot)), a.dir().resolve("bundle"));
         a.progress(90, "storing the bundle", Map.of(), true);
-        StageEvents.ArtifactRef ref = a.storeOutput(out, c.target() + "-bundle");
-        Map<String, Object> report = ContractsJson.MAPPER.convertValue(manifest, Map.class);
-        report.put("seconds", (System.nanoTime() - t0) / 1e9);
-        return a.completed(List.of(ref), report);
+        return a.completed(List.of(a.storeOutput(r.bundle(), r.kind())), r.report());
     }
 
     @Override

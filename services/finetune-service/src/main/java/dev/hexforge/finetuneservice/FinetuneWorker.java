@@ -1,29 +1,21 @@
 package dev.hexforge.finetuneservice;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
-import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.io.Folders;
 import dev.hexforge.lora.LoraException;
 import dev.hexforge.lora.data.DatasetException;
-import dev.hexforge.lora.data.DatasetReader;
-import dev.hexforge.lora.data.EncodedExample;
-import dev.hexforge.lora.data.ExampleEncoder;
-import dev.hexforge.lora.train.LoraTrainer;
 import dev.hexforge.lora.train.TrainingCheckpoint;
 import dev.hexforge.lora.train.TrainingException;
 import dev.hexforge.lora.train.TrainingListener;
-import dev.hexforge.lora.train.TrainingOptions;
-import dev.hexforge.lora.train.TrainingReport;
+import dev.hexforge.pass.FinetunePass;
 import dev.hexforge.stage.Attempt;
 import dev.hexforge.stage.StageServiceConfig;
 import dev.hexforge.stage.StageWorker;
 import dev.hexforge.store.ArtifactStore;
-import dev.hexforge.tokenizer.Tokenizer;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.core.KafkaTemplate;
@@ -32,7 +24,6 @@ import org.springframework.stereotype.Component;
 
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -67,74 +58,34 @@ class FinetuneWorker extends StageWorker {
     @Override
     protected StageEvents.Completed run(Attempt a) throws Exception {
         JobSpec.Finetune f = a.spec().finetune();
-        TrainingOptions d = TrainingOptions.defaults();
-        TrainingOptions o = new TrainingOptions(f.r(), f.alpha(), f.dropout(), f.targets(), false, f.batch(),
-                f.accumulation(), f.learningRate(), f.epochs(), f.maxLength(), f.seed(), d.warmupRatio(), d.schedule(),
-                d.weightDecay(), d.maxGradNorm(), d.checkpointEvery(), d.evalSplit(), d.evalMaxNewTokens(), d.threads());
-        Path model = a.model();
         Path out = work().resolve("jobs").resolve(a.request().jobId()).resolve("adapter");
         restoreCheckpoint(a.request().jobId(), out);
-        try (Checkpoint ckpt = Checkpoint.open(model); Tokenizer tok = Tokenizer.load(model)) {
-            if (f.maxLength() > ckpt.config().maxPositionEmbeddings()) { // the deployment's cap was checked at submission
-                throw new IllegalArgumentException("finetune.maxLength: " + f.maxLength() + " is longer than the model's context ("
-                        + ckpt.config().maxPositionEmbeddings() + " positions, max_position_embeddings)");
+        FinetunePass.Inputs in = new FinetunePass.Inputs(a.model(), a.input("finetune.data", f.data()),
+                f.evalData() == null ? null : a.input("finetune.evalData", f.evalData()));
+        FinetunePass.Result r = FinetunePass.run(in, FinetunePass.options(f), out, new TrainingListener() {
+            @Override
+            public void onStep(StepMetrics m) {
+                a.progress(95.0 * m.step() / m.totalSteps(), String.format("step %d/%d, loss %.4f", m.step(), m.totalSteps(),
+                        m.loss()), FinetunePass.finite(Map.of("step", (double) m.step(), "epoch", (double) m.epoch(), "loss", m.loss(),
+                        "learningRate", m.learningRate(), "tokensPerSecond", m.tokensPerSecond(), "etaSeconds", m.etaSeconds())),
+                        m.step() == 1 || m.step() == m.totalSteps()); // the curve's ends always
             }
-            DecoderWeights base = DecoderWeights.load(ckpt);
-            ExampleEncoder enc = new ExampleEncoder(tok, o.maxLength());
-            ExampleEncoder.Encoded all = enc.encode(DatasetReader.read(a.input("finetune.data", f.data())));
-            List<EncodedExample> train = all.examples();
-            List<EncodedExample> eval;
-            if (f.evalData() != null) {
-                eval = enc.encode(DatasetReader.read(a.input("finetune.evalData", f.evalData()))).examples();
-            } else {
-                List<List<EncodedExample>> split = LoraTrainer.split(train, o.evalSplit(), o.seed());
-                train = split.get(0);
-                eval = split.get(1);
+
+            @Override
+            public void onEpoch(EpochMetrics m) {
+                a.progress(-1, "epoch " + m.epoch() + " evaluated", FinetunePass.finite(Map.of("epoch", (double) m.epoch(),
+                        "trainLoss", m.trainLoss(), "evalLoss", m.evalLoss(), "exactMatch", m.exactMatch())), true);
             }
-            TrainingReport report = new LoraTrainer(base, tok, o, new TrainingListener() {
-                @Override
-                public void onStep(StepMetrics m) {
-                    a.progress(95.0 * m.step() / m.totalSteps(), String.format("step %d/%d, loss %.4f", m.step(),
-                            m.totalSteps(), m.loss()), finite(Map.of("step", (double) m.step(), "epoch", (double) m.epoch(),
-                            "loss", m.loss(), "learningRate", m.learningRate(), "tokensPerSecond", m.tokensPerSecond(),
-                            "etaSeconds", m.etaSeconds())), m.step() == 1 || m.step() == m.totalSteps()); // the curve's ends always
 
-                }
-
-                @Override
-                public void onEpoch(EpochMetrics m) {
-                    a.progress(-1, "epoch " + m.epoch() + " evaluated", finite(Map.of("epoch", (double) m.epoch(),
-                            "trainLoss", m.trainLoss(), "evalLoss", m.evalLoss(), "exactMatch", m.exactMatch())), true);
-                }
-
-                @Override
-                public void onCheckpoint(int step, Path dir) {
-                    ArtifactStore.StoredFolder stored = store().putFolder(dir);
-                    store().putJson(checkpointMarker(a.request().jobId()), Map.of("step", step, "sha256", stored.sha256()));
-                }
-            }).train(train, all.report(), eval, out, model.getFileName().toString());
-            Folders.deleteTree(out.resolve("checkpoints"));
-            StageEvents.ArtifactRef ref = a.storeOutput(out, "lora-adapter");
-            Folders.deleteQuietly(out.getParent());
-            Map<String, Object> summary = new LinkedHashMap<>();
-            summary.put("steps", report.steps());
-            summary.put("resumedFromStep", report.resumedFromStep());
-            summary.put("seconds", report.seconds());
-            summary.put("tokensPerSecond", report.tokensPerSecond());
-            summary.put("trainableParameters", report.trainableParameters());
-            summary.put("examples", all.report().examples());
-            summary.put("truncated", all.report().truncated());
-            summary.put("dropped", all.report().dropped());
-            summary.put("evalExamples", eval.size());
-            // the dashboard draws these: [step, loss] per step, and train/eval loss per epoch
-            summary.put("lossCurve", report.lossCurve().stream().filter(p -> Double.isFinite(p[1])).toList());
-            summary.put("epochs", report.epochs().stream().map(m -> finite(Map.of("epoch", (double) m.epoch(),
-                    "trainLoss", m.trainLoss(), "evalLoss", m.evalLoss()))).toList());
-            TrainingListener.EpochMetrics last = report.last();
-            summary.putAll(finite(Map.of("trainLoss", last.trainLoss(), "evalLoss", last.evalLoss(),
-                    "exactMatch", last.exactMatch())));
-            return a.completed(List.of(ref), summary);
-        }
+            @Override
+            public void onCheckpoint(int step, Path dir) {
+                ArtifactStore.StoredFolder stored = store().putFolder(dir);
+                store().putJson(checkpointMarker(a.request().jobId()), Map.of("step", step, "sha256", stored.sha256()));
+            }
+        });
+        StageEvents.ArtifactRef ref = a.storeOutput(r.adapter(), FinetunePass.KIND);
+        Folders.deleteQuietly(out.getParent());
+        return a.completed(List.of(ref), r.report());
     }
 
     /** Brings back the job's last training checkpoint from the store when this worker has none of its own. */
@@ -145,16 +96,6 @@ class FinetuneWorker extends StageWorker {
         JsonNode marker = ContractsJson.MAPPER.readTree(store().getBytes(checkpointMarker(jobId)));
         Path dir = TrainingCheckpoint.folder(out, marker.path("step").asInt());
         store().getFolder(marker.path("sha256").asText(), dir);
-    }
-
-    private static Map<String, Double> finite(Map<String, Double> m) {
-        Map<String, Double> out = new LinkedHashMap<>();
-        m.forEach((k, v) -> {
-            if (Double.isFinite(v)) {
-                out.put(k, v);
-            }
-        });
-        return out;
     }
 
     @Override

@@ -1,11 +1,9 @@
 package dev.hexforge.finetuneservice;
 
-import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
-import dev.hexforge.lora.LoraAdapter;
 import dev.hexforge.lora.LoraException;
-import dev.hexforge.lora.LoraMerge;
+import dev.hexforge.pass.MergePass;
 import dev.hexforge.stage.Attempt;
 import dev.hexforge.stage.StageServiceConfig;
 import dev.hexforge.stage.StageWorker;
@@ -21,7 +19,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 
-/** Merges the finetune stage's adapter into the job's base model: a full Hugging Face folder for the next stage. */
+/** Runs {@link MergePass}: the finetune stage's adapter merged into the job's base model, a full Hugging Face folder. */
 @Component
 class MergeWorker extends StageWorker {
 
@@ -40,16 +38,8 @@ class MergeWorker extends StageWorker {
         if (a.request().inputs().isEmpty()) {
             throw new IllegalArgumentException("merge needs the finetune stage's adapter as input");
         }
-        Path adapterDir = a.model();
-        Path out = a.dir().resolve("out").resolve("model");
-        long t0 = System.nanoTime();
-        LoraAdapter adapter;
-        try (Checkpoint base = Checkpoint.open(a.baseModel())) {
-            adapter = LoraAdapter.read(adapterDir, base.config());
-            LoraMerge.merge(base, adapter, out);
-        }
-        return a.completed(List.of(a.storeOutput(out, "hf-model")), Map.of("mergedLinears", adapter.deltas().size(),
-                "rank", adapter.config().r(), "scale", adapter.config().scale(), "seconds", (System.nanoTime() - t0) / 1e9));
+        MergePass.Result r = MergePass.run(a.baseModel(), a.model(), a.dir().resolve("out").resolve("model"));
+        return a.completed(List.of(a.storeOutput(r.model(), MergePass.KIND)), r.report());
     }
 
     @Override

@@ -1,19 +1,13 @@
 package dev.hexforge.quantizeservice;
 
 import com.fasterxml.jackson.core.type.TypeReference;
-import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
-import dev.hexforge.onnx.export.ExportOptions;
+import dev.hexforge.pass.QuantizePass;
 import dev.hexforge.quant.BundledData;
-import dev.hexforge.quant.QuantSpec;
 import dev.hexforge.quant.QuantizationException;
-import dev.hexforge.quant.QuantizationReport;
-import dev.hexforge.quant.QuantizeOptions;
-import dev.hexforge.quant.QuantizePipeline;
-import dev.hexforge.quant.gptq.Gptq;
 import dev.hexforge.stage.Attempt;
 import dev.hexforge.stage.StageFailure;
 import dev.hexforge.stage.StageServiceConfig;
@@ -30,11 +24,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 
-/**
- * Quantizes the job's model (or the previous stage's output), measures the perplexity change on the evaluation
- * text, and either stores a quantized checkpoint for the export stage or fails the stage at the accuracy gate with
- * the report attached.
- */
+/** Runs {@link QuantizePass} on the job's model (or the previous stage's output) and stores the quantized checkpoint. */
 @Component
 class QuantizeWorker extends StageWorker {
 
@@ -55,22 +45,15 @@ class QuantizeWorker extends StageWorker {
 
     @Override
     protected StageEvents.Completed run(Attempt a) {
-        QuantizePipeline.Result r;
-        try (Checkpoint ckpt = Checkpoint.open(a.model())) {
-            r = QuantizePipeline.run(ckpt, options(a, a.spec().quantize()), a.dir().resolve("out"),
-                    (what, done, total) -> a.progress(total == 0 ? 0 : 90.0 * done / total, what, Map.of(), false));
-        }
+        JobSpec.Quantize q = a.spec().quantize();
+        Path calib = q.calibration() != null ? a.input("quantize.calibration", q.calibration()) : BundledData.calibration(work());
+        QuantizePass.Result r = QuantizePass.run(a.model(), QuantizePass.options(q, calib, BundledData.evalText(work())),
+                a.dir().resolve("out"), (what, done, total) -> a.progress(total == 0 ? 0 : 90.0 * done / total, what, Map.of(), false));
         Map<String, Object> report = ContractsJson.MAPPER.convertValue(r.report(), new TypeReference<Map<String, Object>>() { });
-        if (!r.report().gatePassed()) {
-            QuantizationReport rep = r.report();
-            throw new StageFailure(new StageEvents.StageError("ACCURACY_GATE",
-                    String.format("perplexity rose by %.4f (%.4f -> %.4f), more than the allowed %.4f; worst layers: %s",
-                            rep.deltaPerplexity(), rep.floatPerplexity(), rep.quantizedPerplexity(), rep.maxDeltaPerplexity(),
-                            rep.worstLayers()),
-                    "raise quantize.maxDeltaPpl, use more bits or a smaller group, keep sensitive layers in float "
-                            + "(quantize.keep), or calibrate with data like your use"), report);
+        if (!r.passed()) {
+            throw new StageFailure(new StageEvents.StageError("ACCURACY_GATE", r.gateMessage(), QuantizePass.GATE_HINT), report);
         }
-        return a.completed(List.of(a.storeOutput(r.outputs().get(0), "quantized-checkpoint")), report);
+        return a.completed(List.of(a.storeOutput(r.checkpoint(), QuantizePass.KIND)), report);
     }
 
     @Override
@@ -80,14 +63,5 @@ class QuantizeWorker extends StageWorker {
                     "fix the quantize settings or the model and resume the job");
         }
         return super.triage(e);
-    }
-
-    private QuantizeOptions options(Attempt a, JobSpec.Quantize q) {
-        Path calib = q.calibration() != null ? a.input("quantize.calibration", q.calibration()) : BundledData.calibration(work());
-        return new QuantizeOptions(q.method(), new QuantSpec(q.bits(), q.group(), q.symmetric() || q.bits() == 8 && q.group() == 0),
-                q.keep(), "checkpoint", ExportOptions.dynamic(),
-                new QuantizeOptions.Calibration(calib, q.calibrationSamples(), q.calibrationLength(), 0),
-                Gptq.Options.defaults(), BundledData.evalText(work()), 128, q.maxDeltaPpl(), q.auto().maxExtraBytesPercent(),
-                q.accuracyLevel());
     }
 }

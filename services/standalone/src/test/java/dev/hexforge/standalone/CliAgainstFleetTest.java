@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.hexforge.cli.Main;
 import dev.hexforge.infra.EmbeddedInfra;
+import dev.hexforge.store.ArtifactStore;
 import dev.hexforge.testing.Fixtures;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -129,6 +130,75 @@ class CliAgainstFleetTest {
         assertEquals("hf-model", job.path("stages").get(1).path("outputs").get(0).path("kind").asText());
         assertEquals(16, job.path("stages").get(1).path("report").path("mergedLinears").asInt());
         assertEquals("onnx-dynamic", job.path("stages").get(2).path("outputs").get(0).path("kind").asText());
+
+        // the CLI with the same settings runs the same passes: the same adapter, so the same merged model, byte for byte
+        Path adapter = home.resolve("cli-adapter");
+        Run ft = cli("finetune", "--model", Fixtures.qwen2Tiny().toString(), "--data", data.toString(), "--eval",
+                Fixtures.root().resolve("lora-task/eval.json").toString(), "--lr", "0.005", "--batch", "16", "--accum", "1",
+                "--epochs", "2", "--out", adapter.toString(), "--json");
+        assertEquals(0, ft.exit(), ft.err());
+        Path merged = home.resolve("cli-merged");
+        assertEquals(0, cli("merge", "--model", Fixtures.qwen2Tiny().toString(), "--adapter", adapter.toString(), "--out",
+                merged.toString()).exit(), "merge");
+        assertEquals(sha(job, 1, 0), ArtifactStore.digest(merged), "merge: CLI and fleet give the same bytes");
+    }
+
+    /** The stored digest of output {@code output} of stage {@code stage} of a job. */
+    private static String sha(JsonNode job, int stage, int output) {
+        return job.path("stages").get(stage).path("outputs").get(output).path("sha256").asText();
+    }
+
+    private JsonNode runJob(String name, String yaml) throws Exception {
+        Path spec = Files.writeString(home.resolve(name + ".yaml"), "name: " + name + "\nmodel:\n  path: " + Fixtures.qwen2Tiny()
+                + "\n" + yaml);
+        Run r = cli("submit", spec.toString(), "--watch", "--json");
+        assertEquals(0, r.exit(), r.err() + r.out());
+        JsonNode job = new ObjectMapper().readTree(r.out());
+        assertEquals("completed", job.path("state").asText(), r.out());
+        return job;
+    }
+
+    @Test
+    void quantizeExportAndCompileGiveTheSameBytesFromTheCliAsFromTheFleet() throws Exception {
+        // RTN, INT8 per channel, both formats, static graphs, compiled for ort-qnn
+        JsonNode rtn = runJob("parity-rtn", "stages: [quantize, export, compile]\nquantize:\n  method: rtn\n  bits: 8\n"
+                + "  group: 0\n  format: both\nexport:\n  variant: static\n  seq: 16\n  ctx: 64\n");
+        Path q = home.resolve("cli-rtn");
+        Run r = cli("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--method", "rtn", "--bits", "8", "--format", "both",
+                "--variant", "static", "--seq", "16", "--ctx", "64", "--out", q.toString());
+        assertEquals(0, r.exit(), r.err());
+        assertEquals(sha(rtn, 0, 0), ArtifactStore.digest(q.resolve("checkpoint")), "quantized checkpoint");
+        assertEquals("onnx-static-qdq", rtn.path("stages").get(1).path("outputs").get(0).path("kind").asText());
+        assertEquals(sha(rtn, 1, 0), ArtifactStore.digest(q.resolve("qdq")), "QDQ export");
+        assertEquals("onnx-static-matmulnbits", rtn.path("stages").get(1).path("outputs").get(1).path("kind").asText());
+        assertEquals(sha(rtn, 1, 1), ArtifactStore.digest(q.resolve("matmulnbits")), "MatMulNBits export of format both");
+        Path bundle = home.resolve("cli-bundle");
+        Run c = cli("compile", "--model", q.resolve("qdq").toString(), "--out", bundle.toString(), "--json");
+        assertEquals(0, c.exit(), c.err());
+        assertEquals(sha(rtn, 2, 0), ArtifactStore.digest(bundle), "ort-qnn bundle");
+
+        // GPTQ and AWQ, INT4 in groups, on the same calibration sample
+        String calib = "  calibrationSamples: 16\n  calibrationLength: 128\n";
+        JsonNode gptq = runJob("parity-gptq", "stages: [quantize, export]\nquantize:\n  method: gptq\n  bits: 4\n  group: 32\n"
+                + calib + "  format: matmulnbits\nexport:\n  variant: dynamic\n");
+        Path g = home.resolve("cli-gptq");
+        r = cli("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--method", "gptq", "--bits", "4", "--group", "32",
+                "--samples", "16", "--calib-len", "128", "--format", "matmulnbits", "--out", g.toString());
+        assertEquals(0, r.exit(), r.err());
+        assertEquals(sha(gptq, 1, 0), ArtifactStore.digest(g.resolve("onnx-model")), "GPTQ MatMulNBits export");
+        JsonNode awq = runJob("parity-awq", "stages: [quantize, export]\nquantize:\n  method: awq\n  bits: 4\n  group: 32\n"
+                + calib + "  format: qdq\nexport:\n  variant: dynamic\n");
+        Path w = home.resolve("cli-awq");
+        r = cli("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--method", "awq", "--bits", "4", "--group", "32",
+                "--samples", "16", "--calib-len", "128", "--format", "qdq", "--out", w.toString());
+        assertEquals(0, r.exit(), r.err());
+        assertEquals(sha(awq, 1, 0), ArtifactStore.digest(w.resolve("onnx-model")), "AWQ QDQ export");
+
+        // the float model, dynamic
+        JsonNode plain = runJob("parity-export", "stages: [export]\nexport:\n  variant: dynamic\n");
+        Path e = home.resolve("cli-export");
+        assertEquals(0, cli("export", "--model", Fixtures.qwen2Tiny().toString(), "--out", e.toString()).exit());
+        assertEquals(sha(plain, 0, 0), ArtifactStore.digest(e), "float dynamic export");
     }
 
     @Test

@@ -77,7 +77,7 @@ public final class DecoderExporter {
         int ropePositions = isStatic ? opt.contextLength() : c.maxPositionEmbeddings();
         WeightFile weights = WeightFile.write(ckpt, onnxDir.resolve(WEIGHTS), ropePositions, format, progress);
         Map<String, String> meta = Map.of("hexforge.variant", opt.variant().name().toLowerCase(),
-                "hexforge.source", ckpt.dir().getFileName().toString());
+                "hexforge.source", ckpt.name());
         Map<String, String> graphs = new LinkedHashMap<>();
         if (isStatic) {
             List<GraphParts.Part> parts = GraphParts.plan(c, weights, opt.maxGraphBytes());
@@ -108,7 +108,7 @@ public final class DecoderExporter {
         ExportInfo info = new ExportInfo(1, opt.variant(), opset, graphs, "onnx/" + WEIGHTS,
                 isStatic ? opt.promptLength() : 0, isStatic ? opt.contextLength() : 0, DecoderGraph.MASK_NEGATIVE,
                 c.numLayers(), c.numKvHeads(), c.headDim(), c.vocabSize(), c.maxPositionEmbeddings(), c.eosTokenIds(),
-                ckpt.dir().getFileName().toString(), ExportInfo.HEXFORGE_VERSION);
+                ckpt.name(), ExportInfo.HEXFORGE_VERSION);
         info.write(dir);
         return info;
     }

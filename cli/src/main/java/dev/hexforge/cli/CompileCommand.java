@@ -1,0 +1,46 @@
+package dev.hexforge.cli;
+
+import dev.hexforge.compile.CompileOptions;
+import dev.hexforge.pass.CompilePass;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+
+@Command(name = "compile", mixinStandardHelpOptions = true,
+        description = {"Compile a static export (hexforge export --variant static, or quantize's OUT/onnx-model) into an NPU bundle.",
+                "ort-qnn needs nothing more; qnn-context-binary and qnn-model-lib run the QNN SDK's tools (--qnn-sdk or QNN_SDK_ROOT).",
+                "The fleet's compile stage runs the same pass."})
+final class CompileCommand implements Callable<Integer> {
+    @Option(names = "--model", required = true, description = "static export folder")
+    Path model;
+    @Option(names = "--out", required = true, description = "bundle folder (must not exist or be empty)")
+    Path out;
+    @Option(names = "--target", defaultValue = "ort-qnn", description = "ort-qnn, qnn-context-binary or qnn-model-lib (default: ${DEFAULT-VALUE})")
+    String target;
+    @Option(names = "--soc", defaultValue = "SM8650", description = "target chipset (default: ${DEFAULT-VALUE} = Snapdragon 8 Gen 3)")
+    String soc;
+    @Option(names = "--htp-arch", defaultValue = "0", description = "Hexagon HTP architecture; 0 takes it from the SoC (default: ${DEFAULT-VALUE})")
+    int htpArch;
+    @Option(names = "--qnn-sdk", description = "QNN SDK root (default: $QNN_SDK_ROOT)")
+    Path qnnSdk;
+    @Option(names = "--json", description = "print one JSON object (the bundle's manifest and the output folder)")
+    boolean json;
+
+    @Override
+    public Integer call() {
+        Path sdk = qnnSdk != null ? qnnSdk : System.getenv("QNN_SDK_ROOT") == null || System.getenv("QNN_SDK_ROOT").isBlank()
+                ? null : Path.of(System.getenv("QNN_SDK_ROOT"));
+        CompilePass.Result r = CompilePass.run(model, new CompilePass.Options(target, CompileOptions.of(soc, htpArch), sdk), out);
+        if (json) {
+            Json j = new Json().put("out", out.toAbsolutePath().toString()).put("kind", r.kind());
+            r.report().forEach(j::put);
+            j.print();
+        } else {
+            System.out.printf("compiled %s for %s (%s) into %s in %.1fs%n", model.getFileName(), target, soc, out,
+                    ((Number) r.report().get("seconds")).doubleValue());
+        }
+        return 0;
+    }
+}

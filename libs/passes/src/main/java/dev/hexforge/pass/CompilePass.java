@@ -1,0 +1,63 @@
+package dev.hexforge.pass;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hexforge.compile.CompileException;
+import dev.hexforge.compile.CompileOptions;
+import dev.hexforge.compile.OrtQnnBundler;
+import dev.hexforge.compile.QnnSdk;
+import dev.hexforge.contracts.JobSpec;
+
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The compile stage: a static export as a bundle for the NPU. {@code ort-qnn} (ONNX Runtime's QNN execution
+ * provider reads the QDQ graphs) needs nothing beyond Hexforge; {@code qnn-context-binary} and {@code qnn-model-lib}
+ * run the QNN SDK's tools, so they need its root.
+ *
+ * @see OrtQnnBundler
+ * @see QnnSdk
+ */
+public final class CompilePass {
+    public static final List<String> TARGETS = List.of(OrtQnnBundler.TARGET, QnnSdk.CONTEXT_BINARY, QnnSdk.MODEL_LIB);
+
+    /** @param qnnSdkRoot the QNN SDK, or null where there is none */
+    public record Options(String target, CompileOptions compile, Path qnnSdkRoot) {
+        public Options {
+            if (!TARGETS.contains(target)) {
+                throw new IllegalArgumentException("target must be one of " + TARGETS + ", got '" + target + "'");
+            }
+        }
+    }
+
+    public record Result(Path bundle, String kind, Map<String, Object> report) {
+    }
+
+    private CompilePass() {
+    }
+
+    public static Options options(JobSpec.Compile c, Path qnnSdkRoot) {
+        return new Options(c.target(), CompileOptions.of(c.soc(), c.htpArch()), qnnSdkRoot);
+    }
+
+    @SuppressWarnings("unchecked")
+    public static Result run(Path export, Options o, Path out) {
+        long t0 = System.nanoTime();
+        ObjectNode manifest;
+        if (o.target().equals(OrtQnnBundler.TARGET)) {
+            manifest = OrtQnnBundler.build(export, out, o.compile());
+        } else {
+            if (o.qnnSdkRoot() == null) {
+                throw new CompileException("target " + o.target() + " needs the QNN SDK and none is configured",
+                        "set QNN_SDK_ROOT (the compile service's hexforge.qnn-sdk-root, or --qnn-sdk), or use target ort-qnn");
+            }
+            manifest = new QnnSdk(o.qnnSdkRoot()).build(o.target(), export, out, o.compile());
+        }
+        Map<String, Object> report = new LinkedHashMap<>(new ObjectMapper().convertValue(manifest, Map.class));
+        report.put("seconds", (System.nanoTime() - t0) / 1e9);
+        return new Result(out, o.target() + "-bundle", report);
+    }
+}

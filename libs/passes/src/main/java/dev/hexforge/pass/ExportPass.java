@@ -1,0 +1,155 @@
+package dev.hexforge.pass;
+
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.compile.OrtQnnBundler;
+import dev.hexforge.contracts.JobSpec;
+import dev.hexforge.contracts.Stage;
+import dev.hexforge.eval.DeviceReference;
+import dev.hexforge.forward.DecoderForward;
+import dev.hexforge.forward.DecoderWeights;
+import dev.hexforge.onnx.export.DecoderExporter;
+import dev.hexforge.onnx.export.ExportInfo;
+import dev.hexforge.onnx.export.ExportOptions;
+import dev.hexforge.onnx.export.LinearFormat;
+import dev.hexforge.onnx.export.Variant;
+import dev.hexforge.progress.Progress;
+import dev.hexforge.quant.AimetEncodings;
+import dev.hexforge.quant.QuantizedCheckpoint;
+import dev.hexforge.quant.QuantizedModel;
+import dev.hexforge.quant.onnx.MatMulNBitsFormat;
+import dev.hexforge.quant.onnx.QdqFormat;
+import dev.hexforge.tokenizer.Tokenizer;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * The export stage: a Hugging Face folder, or a quantized checkpoint of {@link QuantizePass}, as ONNX graphs. A
+ * quantized model's linears are written as QDQ (the NPU's form), MatMulNBits (the CPU's) or both; each export folder
+ * carries the host's reference answers for on-device accuracy ({@link DeviceReference}), and a QDQ export carries the
+ * QNN converter's quantization overrides ({@link AimetEncodings}) when a QNN SDK target will read it.
+ */
+public final class ExportPass {
+    /** How a quantized model's linears are written; a float model ignores it. */
+    public enum Format {
+        QDQ, MATMULNBITS, BOTH;
+
+        public static Format parse(String s) {
+            try {
+                return valueOf(s.trim().toUpperCase(Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("format must be qdq, matmulnbits or both, got '" + s + "'");
+            }
+        }
+
+        String id() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+    }
+
+    /**
+     * @param accuracyLevel MatMulNBits compute (see {@link MatMulNBitsFormat}): 4 int8 activations, 0 float32
+     * @param encodings     write the QNN converter's {@code encodings.json} into the QDQ export
+     */
+    public record Options(ExportOptions export, Format format, int accuracyLevel, boolean encodings) {
+    }
+
+    /** One export folder and the kind it is stored as ({@code onnx-static-qdq}, ...). */
+    public record Output(Path dir, String kind) {
+    }
+
+    public record Result(List<Output> outputs, Map<String, Object> report) {
+    }
+
+    private ExportPass() {
+    }
+
+    /**
+     * A job spec's export settings: the graphs of {@code export}, the linear format and MatMulNBits compute of
+     * {@code quantize}, encodings when a later compile stage runs a QNN SDK target.
+     */
+    public static Options options(JobSpec spec) {
+        JobSpec.Export e = spec.export();
+        boolean qnnSdk = spec.stageList().contains(Stage.COMPILE) && !spec.compile().target().equals(OrtQnnBundler.TARGET);
+        return new Options(new ExportOptions(Variant.parse(e.variant()), e.seq(), e.ctx(), e.opset()),
+                Format.parse(spec.quantize().format()), spec.quantize().accuracyLevel(), qnnSdk);
+    }
+
+    public static Result run(Path model, Options o, Path out, Progress progress) {
+        long t0 = System.nanoTime();
+        String variant = o.export().variant().name().toLowerCase(Locale.ROOT);
+        List<Output> outputs = new ArrayList<>();
+        List<String> warnings = new ArrayList<>();
+        Map<String, Object> report = new LinkedHashMap<>();
+        try (Checkpoint ckpt = Checkpoint.open(model)) {
+            warnings.addAll(ckpt.warnings());
+            DecoderWeights weights = referenceWeights(ckpt, warnings);
+            if (!QuantizedCheckpoint.isQuantized(model)) {
+                ExportInfo info = DecoderExporter.export(ckpt, out, o.export(), LinearFormat.FLOAT, progress);
+                outputs.add(new Output(out, "onnx-" + variant));
+                report.put("graphs", info.graphs());
+            } else {
+                QuantizedModel qm = QuantizedCheckpoint.read(ckpt);
+                List<Format> formats = o.format() == Format.BOTH ? List.of(Format.QDQ, Format.MATMULNBITS) : List.of(o.format());
+                for (int i = 0; i < formats.size(); i++) {
+                    Format f = formats.get(i);
+                    Path dir = formats.size() == 1 ? out : out.resolve(f.id());
+                    LinearFormat lf = f == Format.QDQ ? new QdqFormat(qm) : new MatMulNBitsFormat(qm, o.accuracyLevel());
+                    int part = i;
+                    ExportInfo info = DecoderExporter.export(ckpt, dir, o.export(), lf,
+                            (what, done, total) -> progress.update(what, part * total + done, formats.size() * total));
+                    if (f == Format.QDQ && o.encodings()) {
+                        if (AimetEncodings.supports(qm.spec())) {
+                            AimetEncodings.write(qm, List.of(), dir.resolve(AimetEncodings.FILE));
+                        } else {
+                            warnings.add("no " + AimetEncodings.FILE + " for the QNN converter: AIMET encodings 0.5.0 have no "
+                                    + "block encodings, so only per-channel specs (group 0) can be written");
+                        }
+                    }
+                    outputs.add(new Output(dir, "onnx-" + variant + "-" + f.id()));
+                    report.putIfAbsent("graphs", info.graphs());
+                }
+                weights = weights == null ? null : qm.fakeQuantized(weights);
+            }
+            if (weights != null) {
+                try (Tokenizer tok = Tokenizer.load(model)) {
+                    DeviceReference ref = DeviceReference.compute(new DecoderForward(weights), tok);
+                    outputs.forEach(x -> ref.write(x.dir()));
+                }
+            }
+        }
+        report.put("variant", variant);
+        report.put("formats", outputs.stream().map(Output::kind).toList());
+        report.put("warnings", warnings);
+        report.put("seconds", (System.nanoTime() - t0) / 1e9);
+        return new Result(outputs, report);
+    }
+
+    /**
+     * The float weights the reference forward runs on, or null (with a warning) when they would not fit this
+     * process's heap beside what it holds: the export itself streams, and must not fail for its reference.
+     */
+    private static DecoderWeights referenceWeights(Checkpoint ckpt, List<String> warnings) {
+        long floats = 0;
+        for (long[] shape : ckpt.tensors().values()) {
+            long n = 1;
+            for (long d : shape) {
+                n *= d;
+            }
+            floats += n;
+        }
+        long need = floats * Float.BYTES * 2; // the weights, and the fake-quantized copy or the forward's working set
+        Runtime rt = Runtime.getRuntime();
+        long free = rt.maxMemory() - (rt.totalMemory() - rt.freeMemory());
+        if (need > free) {
+            warnings.add(String.format("no %s for on-device accuracy: the reference forward needs %.1f GB of float weights, "
+                    + "this process can have %.1f GB more", DeviceReference.FILE, need / 1e9, free / 1e9));
+            return null;
+        }
+        return DecoderWeights.load(ckpt);
+    }
+}

@@ -1,0 +1,103 @@
+package dev.hexforge.pass;
+
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.contracts.JobSpec;
+import dev.hexforge.forward.DecoderWeights;
+import dev.hexforge.io.Folders;
+import dev.hexforge.lora.data.DataReport;
+import dev.hexforge.lora.data.DatasetReader;
+import dev.hexforge.lora.data.EncodedExample;
+import dev.hexforge.lora.data.ExampleEncoder;
+import dev.hexforge.lora.train.LoraTrainer;
+import dev.hexforge.lora.train.TrainingListener;
+import dev.hexforge.lora.train.TrainingOptions;
+import dev.hexforge.lora.train.TrainingReport;
+import dev.hexforge.tokenizer.Tokenizer;
+
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The finetune stage: a LoRA adapter (PEFT format) trained on a data file, evaluated on held-out data (a file, or a
+ * split of the training data). Re-running into the same output folder continues from its newest checkpoint.
+ */
+public final class FinetunePass {
+    public static final String KIND = "lora-adapter";
+
+    /** @param evalData null holds out a split of {@code data} */
+    public record Inputs(Path model, Path data, Path evalData) {
+    }
+
+    /** The adapter folder (its checkpoints removed), the trainer's report and the summary a stage reports. */
+    public record Result(Path adapter, TrainingReport training, DataReport data, int trainExamples, int evalExamples,
+                         Map<String, Object> report) {
+    }
+
+    private FinetunePass() {
+    }
+
+    /** A job spec's finetune settings; what the spec does not name keeps the trainer's defaults. */
+    public static TrainingOptions options(JobSpec.Finetune f) {
+        TrainingOptions d = TrainingOptions.defaults();
+        return new TrainingOptions(f.r(), f.alpha(), f.dropout(), f.targets(), false, f.batch(), f.accumulation(),
+                f.learningRate(), f.epochs(), f.maxLength(), f.seed(), d.warmupRatio(), d.schedule(), d.weightDecay(),
+                d.maxGradNorm(), d.checkpointEvery(), d.evalSplit(), d.evalMaxNewTokens(), d.threads());
+    }
+
+    public static Result run(Inputs in, TrainingOptions o, Path out, TrainingListener listener) {
+        try (Checkpoint ckpt = Checkpoint.open(in.model()); Tokenizer tok = Tokenizer.load(in.model())) {
+            if (o.maxLength() > ckpt.config().maxPositionEmbeddings()) {
+                throw new IllegalArgumentException("finetune.maxLength: " + o.maxLength() + " is longer than the model's context ("
+                        + ckpt.config().maxPositionEmbeddings() + " positions, max_position_embeddings)");
+            }
+            DecoderWeights base = DecoderWeights.load(ckpt);
+            ExampleEncoder enc = new ExampleEncoder(tok, o.maxLength());
+            ExampleEncoder.Encoded all = enc.encode(DatasetReader.read(in.data()));
+            List<EncodedExample> train = all.examples();
+            List<EncodedExample> eval;
+            if (in.evalData() != null) {
+                eval = enc.encode(DatasetReader.read(in.evalData())).examples();
+            } else {
+                List<List<EncodedExample>> split = LoraTrainer.split(train, o.evalSplit(), o.seed());
+                train = split.get(0);
+                eval = split.get(1);
+            }
+            TrainingReport report = new LoraTrainer(base, tok, o, listener).train(train, all.report(), eval, out, ckpt.name());
+            Folders.deleteTree(out.resolve("checkpoints"));
+            return new Result(out, report, all.report(), train.size(), eval.size(), summary(report, all.report(), eval.size()));
+        }
+    }
+
+    private static Map<String, Object> summary(TrainingReport report, DataReport data, int evalExamples) {
+        Map<String, Object> summary = new LinkedHashMap<>();
+        summary.put("steps", report.steps());
+        summary.put("resumedFromStep", report.resumedFromStep());
+        summary.put("seconds", report.seconds());
+        summary.put("tokensPerSecond", report.tokensPerSecond());
+        summary.put("trainableParameters", report.trainableParameters());
+        summary.put("examples", data.examples());
+        summary.put("truncated", data.truncated());
+        summary.put("dropped", data.dropped());
+        summary.put("evalExamples", evalExamples);
+        // the dashboard draws these: [step, loss] per step, and train/eval loss per epoch
+        summary.put("lossCurve", report.lossCurve().stream().filter(p -> Double.isFinite(p[1])).toList());
+        summary.put("epochs", report.epochs().stream().map(m -> finite(Map.of("epoch", (double) m.epoch(),
+                "trainLoss", m.trainLoss(), "evalLoss", m.evalLoss()))).toList());
+        TrainingListener.EpochMetrics last = report.last();
+        summary.putAll(finite(Map.of("trainLoss", last.trainLoss(), "evalLoss", last.evalLoss(), "exactMatch", last.exactMatch())));
+        return summary;
+    }
+
+    /** The finite values of {@code m}: JSON has no NaN, and a metric not measured is left out rather than faked. */
+    public static Map<String, Double> finite(Map<String, Double> m) {
+        Map<String, Double> out = new LinkedHashMap<>();
+        m.forEach((k, v) -> {
+            if (Double.isFinite(v)) {
+                out.put(k, v);
+            }
+        });
+        return out;
+    }
+}
