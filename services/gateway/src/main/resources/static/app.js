@@ -217,6 +217,8 @@ async function jobPage(id) {
     progress: e => {
       const row = view.querySelector(`[data-attempt="${e.attemptId}"]`);
       if (!row) { again(); return; }
+      const state = row.querySelector('.badge');
+      if (state && state.textContent === 'dispatched') { state.textContent = 'running'; state.className = 'badge running'; }
       if (e.percent >= 0) row.querySelector('progress').value = e.percent;
       row.querySelector('.message').textContent = e.message || '';
       log.append(`${new Date().toLocaleTimeString()} ${String(e.stage).toLowerCase()}: ${e.message}\n`);

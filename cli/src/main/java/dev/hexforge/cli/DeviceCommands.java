@@ -8,7 +8,8 @@ import picocli.CommandLine.Parameters;
 import java.util.concurrent.Callable;
 
 /** Device runners of the caller's tenant: add one (its token is printed once) and list them. */
-@Command(name = "device", mixinStandardHelpOptions = true, description = "Add and list device runners.",
+@Command(name = "device", mixinStandardHelpOptions = true, description = {"Add and list device runners.",
+        "The runner itself: bin/hexforge device serve | bench | run | phones (see bin/hexforge device serve --help)."},
         subcommands = {DeviceCommands.Add.class, DeviceCommands.ListDevices.class})
 final class DeviceCommands implements Runnable {
     @Override

@@ -35,6 +35,7 @@ final class DownloadCommand implements Callable<Integer> {
                             bar.update(path, done, size);
                         }
                     });
+            bar.finish();
             if (json) {
                 new Json().put("verified", true).put("folder", r.folder().toString()).put("root_digest", r.rootDigest())
                         .put("key_hint", r.keyHint()).put("provenance", r.provenance()).put("files", r.files())

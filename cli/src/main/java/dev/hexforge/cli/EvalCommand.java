@@ -37,6 +37,7 @@ final class EvalCommand implements Runnable {
 
         @Override
         public Integer call() throws IOException {
+            model = Models.find(model);
             String content;
             try {
                 content = StandardCharsets.UTF_8.newDecoder().decode(java.nio.ByteBuffer.wrap(Files.readAllBytes(text))).toString();
@@ -49,6 +50,7 @@ final class EvalCommand implements Runnable {
                 int[] ids = tok.encode(content);
                 int windows = ids.length / window;
                 r = Perplexity.evaluate(lm, ids, window, w -> bar.update("window " + w + "/" + windows, w, windows));
+                bar.finish();
             }
             if (json) {
                 new Json().put("perplexity", r.perplexity()).put("mean_nll", r.meanNll()).put("scored_tokens", r.scoredTokens())

@@ -44,6 +44,7 @@ final class ExportCommand implements Callable<Integer> {
         ExportPass.Result r;
         try (ProgressBar bar = new ProgressBar("export")) {
             r = ExportPass.run(model, opt, out, bar);
+            bar.finish();
         }
         ((List<?>) r.report().get("warnings")).forEach(w -> System.err.println("warning: " + w));
         double secs = ((Number) r.report().get("seconds")).doubleValue();

@@ -83,6 +83,7 @@ final class FinetuneCommand implements Callable<Integer> {
                             m.trainLoss(), m.evalLoss(), m.exactMatch() * 100));
                 }
             });
+            bar.finish();
         }
         TrainingReport report = result.training();
         TrainingListener.EpochMetrics last = report.last();

@@ -52,6 +52,7 @@ final class GenerateCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        model = Models.find(model);
         boolean sample = temperature != null && !greedy;
         try (Tokenizer tok = Tokenizer.load(model); CausalLm lm = Models.open(model, threads)) {
             int[] input;

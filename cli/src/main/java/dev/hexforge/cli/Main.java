@@ -18,6 +18,9 @@ public final class Main implements Runnable {
         CommandLine cl = new CommandLine(new Main());
         cl.setExecutionExceptionHandler((ex, cmd, parsed) -> {
             cmd.getErr().println("hexforge: error: " + describe(ex));
+            if (ex instanceof dev.hexforge.contracts.HexforgeException h) {
+                cmd.getErr().println("hexforge: " + h.code() + ": " + h.hint());
+            }
             if (Boolean.getBoolean("hexforge.debug")) {
                 ex.printStackTrace(cmd.getErr());
             }

@@ -15,6 +15,32 @@ final class Models {
     private Models() {
     }
 
+    /** Where the commands that write several folders put their models, in the order a CPU runs them best. */
+    private static final java.util.List<String> INSIDE = java.util.List.of("onnx-model", "matmulnbits", "qdq", "checkpoint");
+
+    /**
+     * The model a folder names: the folder itself when it is an export or a Hugging Face folder, else the model
+     * inside an output of {@code quantize} (its export, or the quantized checkpoint), said on stderr.
+     */
+    static Path find(Path dir) {
+        if (isModel(dir)) {
+            return dir;
+        }
+        for (String name : INSIDE) {
+            Path inside = dir.resolve(name);
+            if (isModel(inside)) {
+                System.err.println("hexforge: using the model in " + inside);
+                return inside;
+            }
+        }
+        throw new IllegalArgumentException(dir + " holds no model: no export.json or config.json, and no " + String.join("/, ", INSIDE)
+                + "/ folder with one");
+    }
+
+    private static boolean isModel(Path dir) {
+        return ExportInfo.isExport(dir) || Files.isRegularFile(dir.resolve("config.json"));
+    }
+
     static CausalLm open(Path dir, int threads) {
         if (!Files.isDirectory(dir)) {
             throw new IllegalArgumentException(dir + " is not a folder");

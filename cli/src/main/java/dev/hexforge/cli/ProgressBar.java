@@ -15,6 +15,7 @@ final class ProgressBar implements Progress, AutoCloseable {
     private final long start = System.nanoTime();
     private long lastDraw;
     private boolean drawn;
+    private boolean finished;
 
     ProgressBar(String label) {
         this.label = label;
@@ -29,22 +30,39 @@ final class ProgressBar implements Progress, AutoCloseable {
             return;
         }
         lastDraw = now;
+        draw(total > 0 ? Math.min(1.0, (double) done / total) : 0, what, now);
+    }
+
+    private void draw(double frac, String what, long now) {
         drawn = true;
-        double frac = total > 0 ? Math.min(1.0, (double) done / total) : 0;
         int width = 30;
         int filled = (int) (frac * width);
         String bar = "=".repeat(filled) + (filled < width ? ">" : "") + " ".repeat(Math.max(0, width - filled - 1));
         String line = String.format("%s [%s] %3.0f%% %s %.1fs", label, bar, frac * 100, what, (now - start) / 1e9);
         if (terminal) {
-            err.print("\r" + line);
+            err.print("\r" + line + "\033[K");
         } else {
             err.println(line);
         }
     }
 
+    /**
+     * The operation succeeded: a bar that was showing ends on a 100% frame and its own line, before the command
+     * prints its result. (Passes need not report a last step equal to their total.)
+     */
+    void finish() {
+        if (drawn && !finished) {
+            draw(1.0, "done", System.nanoTime());
+            if (terminal) {
+                err.println();
+            }
+        }
+        finished = true;
+    }
+
     @Override
     public void close() {
-        if (drawn && terminal) {
+        if (drawn && terminal && !finished) { // a failure: the message goes on a line of its own
             err.println();
         }
     }

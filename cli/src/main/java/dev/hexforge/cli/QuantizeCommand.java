@@ -100,6 +100,7 @@ final class QuantizeCommand implements Callable<Integer> {
                 exported = ExportPass.run(r.checkpoint(), export, export.format() == ExportPass.Format.BOTH ? out : out.resolve("onnx-model"),
                         (what, done, total) -> bar.update(what, total + done, 2 * total));
             }
+            bar.finish();
         } finally {
             Folders.deleteQuietly(bundled);
         }

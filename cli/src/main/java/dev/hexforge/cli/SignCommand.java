@@ -27,8 +27,12 @@ import java.util.concurrent.Callable;
 final class SignCommand implements Callable<Integer> {
     @Parameters(index = "0", description = "model folder")
     Path dir;
-    @Option(names = "--key", required = true, description = "PKCS#8 PEM EC private key (P-256, P-384 or P-521)")
+    @Option(names = "--key", required = true, description = "PEM EC private key (P-256, P-384 or P-521): PKCS#8, SEC1 "
+            + "(openssl ecparam -genkey) or encrypted PKCS#8")
     Path key;
+    @Option(names = "--passphrase-env", defaultValue = "HEXFORGE_KEY_PASSPHRASE", description = "environment variable holding "
+            + "an encrypted key's passphrase (default: ${DEFAULT-VALUE})")
+    String passphraseEnv;
     @Option(names = "--signature", description = "bundle to write (default: DIR/model.sig)")
     Path signature;
     @Option(names = "--ignore", split = ",", description = "paths to leave out of the manifest")
@@ -46,7 +50,8 @@ final class SignCommand implements Callable<Integer> {
     public Integer call() throws IOException {
         Instant started = Instant.now();
         Path sig = signature != null ? signature : dir.resolve(ModelSignature.DEFAULT_SIGNATURE);
-        PrivateKey privateKey = Keys.readPrivate(key);
+        String passphrase = System.getenv(passphraseEnv);
+        PrivateKey privateKey = Keys.readPrivate(key, passphrase == null ? null : passphrase.toCharArray());
         if (provenance) {
             Map<String, String> digests = new LinkedHashMap<>();
             materials.forEach((name, path) -> digests.put(name, Provenance.digestOf(path)));

@@ -43,6 +43,7 @@ final class SynthCommand implements Callable<Integer> {
         long t0 = System.nanoTime();
         try (ProgressBar bar = new ProgressBar("synth")) {
             SyntheticCheckpoint.write(opt, out, bar);
+            bar.finish();
         }
         double secs = (System.nanoTime() - t0) / 1e9;
         if (json) {

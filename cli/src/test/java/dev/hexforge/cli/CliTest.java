@@ -153,6 +153,10 @@ class CliTest {
         assertTrue(Files.isRegularFile(ok.resolve("checkpoint/hexforge_quant.json")), "the quantized checkpoint the export read");
         assertTrue(Files.isRegularFile(ok.resolve("qdq/reference.json")) && Files.isRegularFile(ok.resolve("matmulnbits/reference.json")),
                 "each export carries the host's reference answers, as the fleet's do");
+        Run ppl = run("eval", "ppl", "--model", ok.toString(), "--text", text.toString(), "--json");
+        assertEquals(0, ppl.exit(), ppl.err());
+        assertTrue(ppl.err().contains("using the model in " + ok.resolve("matmulnbits")), "quantize's output folder names its model: " + ppl.err());
+        assertEquals("onnx-dynamic", ppl.json().path("backend").asText());
 
         Path tight = tmp.resolve("q4tight");
         Run fail = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--bits", "4", "--eval", text.toString(),

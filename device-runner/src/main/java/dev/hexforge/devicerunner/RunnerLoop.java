@@ -1,5 +1,6 @@
 package dev.hexforge.devicerunner;
 
+import dev.hexforge.contracts.ErrorCode;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.hexforge.client.ArtifactDownloader;
@@ -100,18 +101,17 @@ public final class RunnerLoop implements Runnable, AutoCloseable {
             for (JsonNode b : task.path("backends")) {
                 Backend backend = device.backend(b.asText());
                 if (backend == null) {
-                    return error("BACKEND_UNAVAILABLE", "this device has no " + b.asText() + " backend", "run the job on a device that has it");
+                    return error(ErrorCode.BACKEND_UNAVAILABLE, "this device has no " + b.asText() + " backend");
                 }
                 results.add(backend.run(bundle, task.path("promptLength").asInt(), task.path("newTokens").asInt(), reference));
             }
             return Map.of("results", results);
         } catch (BundleRefusedException | dev.hexforge.signing.VerificationException e) {
-            return error("BUNDLE_REFUSED", "refusing the bundle: " + e.getMessage(),
-                    "the artifact was changed after signing, or signed by another key: rebuild it");
+            return error(ErrorCode.BUNDLE_REFUSED, "refusing the bundle: " + e.getMessage());
         } catch (ArtifactDownloader.DownloadException e) {
-            return error("ARTIFACT_UNAVAILABLE", e.getMessage(), "resume the job");
+            return error(ErrorCode.ARTIFACT_UNAVAILABLE, e.getMessage());
         } catch (RuntimeException e) {
-            return error("BENCHMARK_FAILED", e.getMessage() == null ? e.toString() : e.getMessage(), "see the message; resume the job");
+            return error(ErrorCode.BENCHMARK_FAILED, e.getMessage() == null ? e.toString() : e.getMessage());
         } finally {
             Folders.deleteQuietly(dir);
             Folders.deleteQuietly(ArtifactDownloader.staging(dir));
@@ -133,8 +133,8 @@ public final class RunnerLoop implements Runnable, AutoCloseable {
         }
     }
 
-    private static Map<String, Object> error(String code, String message, String hint) {
-        return Map.of("error", Map.of("code", code, "message", message, "hint", hint));
+    private static Map<String, Object> error(ErrorCode code, String message) {
+        return Map.of("error", Map.of("code", code.name(), "message", message, "hint", code.hint()));
     }
 
     private static String write(Object o) {

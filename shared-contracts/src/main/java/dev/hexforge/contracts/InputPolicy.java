@@ -59,11 +59,11 @@ public final class InputPolicy {
     }
 
     /** A refused path, with the field it came from and a message that names no server detail. */
-    public static final class RefusedPathException extends RuntimeException {
+    public static final class RefusedPathException extends HexforgeException {
         private final String field;
 
         public RefusedPathException(String field, String message) {
-            super(field + ": " + message);
+            super(ErrorCode.INPUT_REFUSED, field + ": " + message);
             this.field = field;
         }
 

@@ -32,12 +32,25 @@ public final class GatewayClient {
         this.token = token;
     }
 
+    /**
+     * The standalone fleet's state folder: {@code $HEXFORGE_STATE}, else {@code $HOME/.hexforge}. {@code $HOME}, not
+     * Java's {@code user.home} (the account's home from the password database), so {@code HOME=/x hexforge ...}
+     * keeps its state under {@code /x} as a user expects.
+     */
+    public static Path stateFolder() {
+        String state = System.getenv("HEXFORGE_STATE");
+        if (state != null && !state.isBlank()) {
+            return Path.of(state);
+        }
+        String home = System.getenv("HOME");
+        return Path.of(home != null && !home.isBlank() ? home : System.getProperty("user.home"), ".hexforge");
+    }
+
     public static GatewayClient fromEnvironment() {
         String url = setting("hexforge.url", "HEXFORGE_URL", "http://127.0.0.1:8080");
         String token = setting("hexforge.token", "HEXFORGE_TOKEN", null);
         if (token == null) {
-            String state = System.getenv().getOrDefault("HEXFORGE_STATE", Path.of(System.getProperty("user.home"), ".hexforge").toString());
-            Path file = Path.of(state, "secrets", "api-token");
+            Path file = stateFolder().resolve("secrets").resolve("api-token");
             try {
                 token = Files.isRegularFile(file) ? Files.readString(file).strip() : null;
             } catch (IOException e) {

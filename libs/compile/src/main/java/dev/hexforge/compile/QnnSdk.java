@@ -189,7 +189,7 @@ public final class QnnSdk {
             String out = Files.readString(log, StandardCharsets.UTF_8);
             String tail = out.length() > 2000 ? out.substring(out.length() - 2000) : out;
             QnnTriage.Diagnosis d = QnnTriage.explain(out).orElse(null);
-            throw new CompileException(d != null ? d.code() : CompileException.DEFAULT_CODE, what + " failed (exit " + p.exitValue() + ")"
+            throw new CompileException(d != null ? d.code() : dev.hexforge.contracts.ErrorCode.COMPILE_FAILED, what + " failed (exit " + p.exitValue() + ")"
                     + (d != null ? ": " + d.cause() : "") + "\n" + tail.strip(), d != null ? d.fix() : "see the tool's output above", null);
         }
     }

@@ -12,7 +12,7 @@ import java.util.regex.Pattern;
  */
 public final class QnnTriage {
     /** What failed and what to do. */
-    public record Diagnosis(String code, String cause, String fix) {
+    public record Diagnosis(dev.hexforge.contracts.ErrorCode code, String cause, String fix) {
     }
 
     private static final Map<String, String> REPLACEMENTS = Map.of(
@@ -36,13 +36,13 @@ public final class QnnTriage {
         if (m.find()) {
             String node = m.group(1);
             String op = m.group(2);
-            return Optional.of(new Diagnosis("QNN_UNSUPPORTED_OP", "node '" + node + "' (op " + op + ") is not supported by the HTP backend",
+            return Optional.of(new Diagnosis(dev.hexforge.contracts.ErrorCode.QNN_UNSUPPORTED_OP, "node '" + node + "' (op " + op + ") is not supported by the HTP backend",
                     REPLACEMENTS.getOrDefault(op, "replace the " + op + " op with HTP-supported ops at export, or keep that part on the CPU "
                             + "with another target")));
         }
         Matcher d = DYNAMIC.matcher(log);
         if (d.find()) {
-            return Optional.of(new Diagnosis("QNN_DYNAMIC_SHAPE", "input '" + d.group(1) + "' has a dynamic shape (QNN error 6036)",
+            return Optional.of(new Diagnosis(dev.hexforge.contracts.ErrorCode.QNN_DYNAMIC_SHAPE, "input '" + d.group(1) + "' has a dynamic shape (QNN error 6036)",
                     "fix its shape with --input_dim " + d.group(1) + " <dims> (the static export fixes every input; export.variant: static)"));
         }
         Matcher c = CODE.matcher(log);
@@ -50,19 +50,19 @@ public final class QnnTriage {
             String code = c.group(1);
             switch (code) {
                 case "1002" -> {
-                    return Optional.of(new Diagnosis("QNN_OUT_OF_MEMORY", "the device ran out of memory allocating the graph (QNN error 1002)",
+                    return Optional.of(new Diagnosis(dev.hexforge.contracts.ErrorCode.QNN_OUT_OF_MEMORY, "the device ran out of memory allocating the graph (QNN error 1002)",
                             "split the model into more parts, or lower export.ctx"));
                 }
                 case "5000" -> {
-                    return Optional.of(new Diagnosis("QNN_CONTEXT_MISMATCH", "the context binary does not match (QNN error 5000)",
+                    return Optional.of(new Diagnosis(dev.hexforge.contracts.ErrorCode.QNN_CONTEXT_MISMATCH, "the context binary does not match (QNN error 5000)",
                             "build with the QNN SDK version of the device's runtime and the device's soc (compile.soc)"));
                 }
                 case "6021", "6022" -> {
-                    return Optional.of(new Diagnosis("QNN_GRAPH_FINALIZE", "the HTP backend could not optimise or finalise the graph (QNN error "
+                    return Optional.of(new Diagnosis(dev.hexforge.contracts.ErrorCode.QNN_GRAPH_FINALIZE, "the HTP backend could not optimise or finalise the graph (QNN error "
                             + code + ")", "try another htp_graph_finalization_optimization_mode, or a newer QNN SDK"));
                 }
                 case "6004" -> {
-                    return Optional.of(new Diagnosis("QNN_INVALID_TENSOR", "a tensor is invalid for the backend (QNN error 6004)",
+                    return Optional.of(new Diagnosis(dev.hexforge.contracts.ErrorCode.QNN_INVALID_TENSOR, "a tensor is invalid for the backend (QNN error 6004)",
                             "check its data type: HTP takes uint8/uint16 activations and int8/uint8/int4 weights"));
                 }
                 default -> {

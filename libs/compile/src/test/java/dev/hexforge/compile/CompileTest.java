@@ -169,7 +169,7 @@ class CompileTest {
                     () -> tools.build(QnnSdk.CONTEXT_BINARY, staticExport, tmp.resolve("f1"), CompileOptions.of("SM8650", 0)));
             assertTrue(e.getMessage().contains("node '/model/layers.0/mlp/act/Erf' (op Erf) is not supported"), e.getMessage());
             assertTrue(e.hint().contains("tanh approximation"), e.hint());
-            assertEquals("QNN_UNSUPPORTED_OP", e.code());
+            assertEquals(dev.hexforge.contracts.ErrorCode.QNN_UNSUPPORTED_OP, e.code());
             Files.writeString(fail, "dynamic attention_mask");
             e = assertThrows(CompileException.class,
                     () -> tools.build(QnnSdk.CONTEXT_BINARY, staticExport, tmp.resolve("f2"), CompileOptions.of("SM8650", 0)));
@@ -177,12 +177,12 @@ class CompileTest {
             Files.writeString(fail, "code 1002");
             e = assertThrows(CompileException.class,
                     () -> tools.build(QnnSdk.CONTEXT_BINARY, staticExport, tmp.resolve("f3"), CompileOptions.of("SM8650", 0)));
-            assertEquals("QNN_OUT_OF_MEMORY", e.code());
+            assertEquals(dev.hexforge.contracts.ErrorCode.QNN_OUT_OF_MEMORY, e.code());
             assertTrue(e.hint().contains("split"), e.hint());
         } finally {
             Files.deleteIfExists(fail);
         }
-        assertEquals("QNN_CONTEXT_MISMATCH", QnnTriage.explain("QnnContext_createFromBinary failed: error 5000").orElseThrow().code());
+        assertEquals(dev.hexforge.contracts.ErrorCode.QNN_CONTEXT_MISMATCH, QnnTriage.explain("QnnContext_createFromBinary failed: error 5000").orElseThrow().code());
         assertTrue(QnnTriage.explain("all good").isEmpty());
         CompileException none = assertThrows(CompileException.class, () -> new QnnSdk(tmp.resolve("nothing")));
         assertTrue(none.hint().contains("QNN_SDK_ROOT"), none.hint());

@@ -46,13 +46,13 @@ public final class ModelArchive {
     }
 
     /** The stream is not an archive this reads, or holds something refused. */
-    public static final class ArchiveException extends RuntimeException {
+    public static final class ArchiveException extends dev.hexforge.contracts.HexforgeException {
         public ArchiveException(String message) {
-            super(message);
+            super(dev.hexforge.contracts.ErrorCode.MODEL_INVALID, message);
         }
 
         public ArchiveException(String message, Throwable cause) {
-            super(message, cause);
+            super(dev.hexforge.contracts.ErrorCode.MODEL_INVALID, message, cause);
         }
     }
 

@@ -34,9 +34,6 @@ public final class QuantizePass {
         }
     }
 
-    public static final String GATE_HINT = "raise quantize.maxDeltaPpl (--max-delta-ppl), use more bits or a smaller group, keep "
-            + "sensitive layers in float (quantize.keep), or calibrate with data like your use";
-
     private QuantizePass() {
     }
 

@@ -85,13 +85,56 @@ public final class Keys {
     }
 
     public static PrivateKey readPrivate(Path pem) {
-        byte[] der = readPem(pem, "PRIVATE KEY");
+        return readPrivate(pem, null);
+    }
+
+    /**
+     * An EC private key from PEM in any of the forms OpenSSL writes: PKCS#8 ({@code PRIVATE KEY}), SEC1
+     * ({@code EC PRIVATE KEY}, what {@code openssl ecparam -genkey} writes) or encrypted PKCS#8
+     * ({@code ENCRYPTED PRIVATE KEY}, PBES2), which needs {@code passphrase}.
+     */
+    public static PrivateKey readPrivate(Path pem, char[] passphrase) {
+        String text;
+        try {
+            text = Files.readString(pem, StandardCharsets.US_ASCII);
+        } catch (IOException e) {
+            throw new SigningException("cannot read key " + pem + ": " + e.getMessage(), e);
+        }
+        byte[] der;
+        if (text.contains("-----BEGIN EC PRIVATE KEY-----")) {
+            der = Sec1.toPkcs8(pemBody(text, "EC PRIVATE KEY", pem.toString()), pem);
+        } else if (text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----")) {
+            der = decrypt(pemBody(text, "ENCRYPTED PRIVATE KEY", pem.toString()), passphrase, pem);
+        } else {
+            der = pemBody(text, "PRIVATE KEY", pem.toString());
+        }
         try {
             PrivateKey k = KeyFactory.getInstance("EC").generatePrivate(new PKCS8EncodedKeySpec(der));
             signatureAlgorithm(k);
             return k;
         } catch (GeneralSecurityException e) {
-            throw new SigningException(pem + ": not a PKCS#8 EC private key (" + e.getMessage() + ")", e);
+            throw new SigningException(pem + ": not an EC private key (" + e.getMessage() + ")", e);
+        }
+    }
+
+    private static byte[] decrypt(byte[] der, char[] passphrase, Path pem) {
+        if (passphrase == null) {
+            throw new SigningException(pem + ": the key is encrypted and no passphrase was given");
+        }
+        try {
+            javax.crypto.EncryptedPrivateKeyInfo info = new javax.crypto.EncryptedPrivateKeyInfo(der);
+            String alg = info.getAlgName();
+            if (alg.equals("PBES2") || alg.equals("1.2.840.113549.1.5.13")) { // the parameters name the PBKDF2 + cipher pair
+                alg = info.getAlgParameters().toString();
+            }
+            javax.crypto.SecretKey key = javax.crypto.SecretKeyFactory.getInstance(alg)
+                    .generateSecret(new javax.crypto.spec.PBEKeySpec(passphrase));
+            javax.crypto.Cipher cipher = javax.crypto.Cipher.getInstance(alg);
+            cipher.init(javax.crypto.Cipher.DECRYPT_MODE, key, info.getAlgParameters());
+            return info.getKeySpec(cipher).getEncoded();
+        } catch (GeneralSecurityException | IOException e) {
+            throw new SigningException(pem + ": cannot decrypt the key (a wrong passphrase, or an encryption Java lacks: "
+                    + e.getMessage() + "); re-encrypt it with: openssl pkcs8 -topk8 -v2 aes-256-cbc -in KEY", e);
         }
     }
 
@@ -159,9 +202,7 @@ public final class Keys {
         int b = text.indexOf(begin);
         int e = text.indexOf(end);
         if (b < 0 || e < b) {
-            String found = text.contains("-----BEGIN EC PRIVATE KEY-----")
-                    ? " (found a SEC1 'EC PRIVATE KEY'; convert it with: openssl pkcs8 -topk8 -nocrypt -in KEY)" : "";
-            throw new SigningException(pem + ": no '" + begin + "' block" + found);
+            throw new SigningException(pem + ": no '" + begin + "' block");
         }
         try {
             return Base64.getMimeDecoder().decode(text.substring(b + begin.length(), e));

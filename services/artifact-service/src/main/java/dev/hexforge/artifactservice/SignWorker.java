@@ -7,7 +7,6 @@ import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.pass.SignPass;
 import dev.hexforge.signing.Provenance;
-import dev.hexforge.signing.SigningException;
 import dev.hexforge.stage.Attempt;
 import dev.hexforge.stage.StageServiceConfig;
 import dev.hexforge.stage.StageWorker;
@@ -141,13 +140,5 @@ class SignWorker extends StageWorker {
         } else {
             materials.put(name + ":" + input.path(), Provenance.digestOf(a.input(field, input)));
         }
-    }
-
-    @Override
-    protected StageEvents.StageError triage(Exception e) {
-        if (e instanceof SigningException) {
-            return new StageEvents.StageError("SIGNING_FAILED", message(e), "check the artifact service's signing key configuration");
-        }
-        return super.triage(e);
     }
 }

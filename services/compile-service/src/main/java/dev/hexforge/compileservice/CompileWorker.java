@@ -1,6 +1,5 @@
 package dev.hexforge.compileservice;
 
-import dev.hexforge.compile.CompileException;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.pass.CompilePass;
 import dev.hexforge.contracts.StageEvents;
@@ -47,13 +46,5 @@ class CompileWorker extends StageWorker {
                 sdkRoot.isBlank() ? null : Path.of(sdkRoot)), a.dir().resolve("bundle"));
         a.progress(90, "storing the bundle", Map.of(), true);
         return a.completed(List.of(a.storeOutput(r.bundle(), r.kind())), r.report());
-    }
-
-    @Override
-    protected StageEvents.StageError triage(Exception e) {
-        if (e instanceof CompileException ce) {
-            return new StageEvents.StageError(ce.code(), message(e), ce.hint());
-        }
-        return super.triage(e);
     }
 }

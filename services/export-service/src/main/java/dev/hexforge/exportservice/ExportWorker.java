@@ -2,7 +2,6 @@ package dev.hexforge.exportservice;
 
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
-import dev.hexforge.onnx.export.ExportException;
 import dev.hexforge.pass.ExportPass;
 import dev.hexforge.stage.Attempt;
 import dev.hexforge.stage.StageServiceConfig;
@@ -42,13 +41,5 @@ class ExportWorker extends StageWorker {
         ExportPass.Result r = ExportPass.run(a.model(), ExportPass.options(a.spec()), a.dir().resolve("out"),
                 (what, done, total) -> a.progress(total == 0 ? 0 : 90.0 * done / total, what, Map.of(), false));
         return a.completed(r.outputs().stream().map(o -> a.storeOutput(o.dir(), o.kind())).toList(), r.report());
-    }
-
-    @Override
-    protected StageEvents.StageError triage(Exception e) {
-        if (e instanceof ExportException) {
-            return new StageEvents.StageError("EXPORT_FAILED", message(e), "see the message; the export left nothing behind");
-        }
-        return super.triage(e);
     }
 }

@@ -2,14 +2,13 @@ package dev.hexforge.finetuneservice;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.hexforge.contracts.ContractsJson;
+import dev.hexforge.contracts.ErrorCode;
 import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.io.Folders;
 import dev.hexforge.lora.LoraException;
-import dev.hexforge.lora.data.DatasetException;
 import dev.hexforge.lora.train.TrainingCheckpoint;
-import dev.hexforge.lora.train.TrainingException;
 import dev.hexforge.lora.train.TrainingListener;
 import dev.hexforge.pass.FinetunePass;
 import dev.hexforge.stage.Attempt;
@@ -98,16 +97,11 @@ class FinetuneWorker extends StageWorker {
         store().getFolder(marker.path("sha256").asText(), dir);
     }
 
+    /** The LoRA library's own failures (bad targets, a diverging run) are the training's here, not an adapter's. */
     @Override
     protected StageEvents.StageError triage(Exception e) {
-        if (e instanceof DatasetException) {
-            return new StageEvents.StageError("DATA_INVALID", message(e), "fix the training data (the message names the "
-                    + "line) and resume the job");
-        }
-        if (e instanceof TrainingException || e instanceof LoraException) {
-            return new StageEvents.StageError("TRAINING_FAILED", message(e), "change the finetune settings (a lower "
-                    + "learningRate if it diverged) and resume; training continues from the last checkpoint when the "
-                    + "settings are unchanged");
+        if (e instanceof LoraException) {
+            return ErrorCode.TRAINING_FAILED.error(message(e));
         }
         return super.triage(e);
     }

@@ -2,7 +2,6 @@ package dev.hexforge.finetuneservice;
 
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
-import dev.hexforge.lora.LoraException;
 import dev.hexforge.pass.MergePass;
 import dev.hexforge.stage.Attempt;
 import dev.hexforge.stage.StageServiceConfig;
@@ -40,14 +39,5 @@ class MergeWorker extends StageWorker {
         }
         MergePass.Result r = MergePass.run(a.baseModel(), a.model(), a.dir().resolve("out").resolve("model"));
         return a.completed(List.of(a.storeOutput(r.model(), MergePass.KIND)), r.report());
-    }
-
-    @Override
-    protected StageEvents.StageError triage(Exception e) {
-        if (e instanceof LoraException) {
-            return new StageEvents.StageError("ADAPTER_INVALID", message(e), "the adapter does not fit the base model; "
-                    + "rerun finetune on this model");
-        }
-        return super.triage(e);
     }
 }

@@ -349,11 +349,11 @@ public class JobService {
                 a.state = AttemptEntity.State.FAILED;
                 a.finishedAt = now;
                 a.updatedAt = now;
-                a.errorCode = "EVENT_UNPROCESSABLE";
+                a.errorCode = dev.hexforge.contracts.ErrorCode.EVENT_UNPROCESSABLE.name();
                 a.errorMessage = "the gateway could not apply the " + type + " event of this attempt: " + reason;
             });
             j.state = JobEntity.State.FAILED;
-            j.errorCode = "EVENT_UNPROCESSABLE";
+            j.errorCode = dev.hexforge.contracts.ErrorCode.EVENT_UNPROCESSABLE.name();
             j.errorMessage = "the gateway could not apply the " + e.stage().id() + " service's " + type + " event of attempt "
                     + e.attemptId() + ": " + reason + "; the event is kept on " + Topics.STAGE_EVENTS_DEAD;
             j.errorHint = "resume the job to run the stage again; report it if it persists";
@@ -432,7 +432,7 @@ public class JobService {
         a.state = AttemptEntity.State.FAILED;
         a.finishedAt = now;
         a.updatedAt = now;
-        a.errorCode = "STAGE_STALLED";
+        a.errorCode = dev.hexforge.contracts.ErrorCode.STAGE_STALLED.name();
         a.errorMessage = msg;
         if (a.attemptNo >= maxAttempts) {
             a.errorHint = "check the " + a.stage + " service's logs and resources, then resume the job";

@@ -2,12 +2,12 @@ package dev.hexforge.quantizeservice;
 
 import com.fasterxml.jackson.core.type.TypeReference;
 import dev.hexforge.contracts.ContractsJson;
+import dev.hexforge.contracts.ErrorCode;
 import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.pass.QuantizePass;
 import dev.hexforge.quant.BundledData;
-import dev.hexforge.quant.QuantizationException;
 import dev.hexforge.stage.Attempt;
 import dev.hexforge.stage.StageFailure;
 import dev.hexforge.stage.StageServiceConfig;
@@ -51,17 +51,8 @@ class QuantizeWorker extends StageWorker {
                 a.dir().resolve("out"), (what, done, total) -> a.progress(total == 0 ? 0 : 90.0 * done / total, what, Map.of(), false));
         Map<String, Object> report = ContractsJson.MAPPER.convertValue(r.report(), new TypeReference<Map<String, Object>>() { });
         if (!r.passed()) {
-            throw new StageFailure(new StageEvents.StageError("ACCURACY_GATE", r.gateMessage(), QuantizePass.GATE_HINT), report);
+            throw new StageFailure(ErrorCode.ACCURACY_GATE.error(r.gateMessage()), report);
         }
         return a.completed(List.of(a.storeOutput(r.checkpoint(), QuantizePass.KIND)), report);
-    }
-
-    @Override
-    protected StageEvents.StageError triage(Exception e) {
-        if (e instanceof QuantizationException) {
-            return new StageEvents.StageError("QUANTIZE_INVALID", message(e),
-                    "fix the quantize settings or the model and resume the job");
-        }
-        return super.triage(e);
     }
 }

@@ -1,15 +1,13 @@
 package dev.hexforge.stage;
 
-import dev.hexforge.checkpoint.CheckpointException;
 import dev.hexforge.contracts.ContractsJson;
+import dev.hexforge.contracts.ErrorCode;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.contracts.Topics;
 import dev.hexforge.io.Folders;
 import dev.hexforge.io.ModelArchive;
-import dev.hexforge.safetensors.SafetensorsException;
 import dev.hexforge.store.ArtifactStore;
-import dev.hexforge.tokenizer.TokenizerException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -155,25 +153,18 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
     protected abstract StageEvents.Completed run(Attempt attempt) throws Exception;
 
     /**
-     * Code, message and hint for an exception of the pass. This handles what every stage meets (a broken model
-     * folder, corrupt weights, a bad request); services add their own exceptions and fall back to this.
+     * Code, message and hint for an exception of the pass: a library's {@link dev.hexforge.contracts.HexforgeException}
+     * carries its own; a bad request is BAD_REQUEST; anything else is INTERNAL. A service overrides this only where
+     * its stage gives a library's failure another meaning.
      */
     protected StageEvents.StageError triage(Exception e) {
-        String msg = message(e);
-        if (e instanceof CheckpointException || e instanceof TokenizerException || e instanceof ModelArchive.ArchiveException) {
-            return new StageEvents.StageError("MODEL_INVALID", msg, "check config.json, the weights and tokenizer.json of the model folder");
-        }
-        if (e instanceof SafetensorsException) {
-            return new StageEvents.StageError("WEIGHTS_CORRUPT", msg, "re-upload or re-download the model's safetensors files");
-        }
-        if (e instanceof dev.hexforge.contracts.InputPolicy.RefusedPathException) {
-            return new StageEvents.StageError("INPUT_REFUSED", msg, "upload the input and name it by id, or ask the operator "
-                    + "to add its folder to hexforge.input-roots");
+        if (e instanceof dev.hexforge.contracts.HexforgeException h) {
+            return h.error();
         }
         if (e instanceof IllegalArgumentException) {
-            return new StageEvents.StageError("BAD_REQUEST", msg, "fix the job spec and resume the job");
+            return ErrorCode.BAD_REQUEST.error(message(e));
         }
-        return new StageEvents.StageError("INTERNAL", msg, "resume the job; report it if it persists");
+        return ErrorCode.INTERNAL.error(message(e));
     }
 
     protected static String message(Exception e) {
@@ -240,7 +231,7 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
                 return;
             }
             StageEvents.StageError error = triage(e);
-            if (error.code().equals("INTERNAL")) {
+            if (error.code().equals(ErrorCode.INTERNAL.name())) {
                 LOG.warn("{} attempt {} failed unexpectedly", stage.id(), req.attemptId(), e);
             } else {
                 LOG.info("{} attempt {} failed: {}", stage.id(), req.attemptId(), e.getMessage());
@@ -251,14 +242,13 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
             // what the attempt allocated is unreachable once this frame unwinds; the worker lives on for the next request
             LOG.warn("{} attempt {} ran out of memory", stage.id(), req.attemptId());
             send(req.jobId(), ContractsJson.write(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, req.jobId(),
-                    req.attemptId(), stage, Instant.now(), new StageEvents.StageError("OUT_OF_MEMORY",
+                    req.attemptId(), stage, Instant.now(), ErrorCode.OUT_OF_MEMORY.error(
                     "the " + stage.id() + " stage needed more memory than this service has (" + (Runtime.getRuntime().maxMemory() >> 20)
-                            + " MB heap)", "use a smaller batch, sequence length or model, or give the service more memory"), Map.of())));
+                            + " MB heap)"), Map.of())));
         } catch (Error e) {
             LOG.error("{} attempt {} failed with an error", stage.id(), req.attemptId(), e);
             send(req.jobId(), ContractsJson.write(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, req.jobId(),
-                    req.attemptId(), stage, Instant.now(), new StageEvents.StageError("INTERNAL", e.toString(),
-                    "resume the job; report it if it persists"), Map.of())));
+                    req.attemptId(), stage, Instant.now(), ErrorCode.INTERNAL.error(e.toString()), Map.of())));
         } finally {
             running.remove(req.attemptId());
             Folders.deleteQuietly(dir);

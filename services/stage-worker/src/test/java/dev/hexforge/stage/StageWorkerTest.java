@@ -94,4 +94,21 @@ class StageWorkerTest {
             assertEquals(2, worker.runs);
         }
     }
+
+    @Test
+    void aLibrarysFailureCarriesItsCodeAndHintAndAnythingElseIsInternal() {
+        StageWorker worker = new OutOfMemoryOnce(new SentEvents(), null, dir);
+        StageEvents.StageError model = worker.triage(new dev.hexforge.checkpoint.CheckpointException("config.json: no hidden_size"));
+        assertEquals("MODEL_INVALID", model.code());
+        assertEquals(dev.hexforge.contracts.ErrorCode.MODEL_INVALID.hint(), model.hint());
+        assertEquals("config.json: no hidden_size", model.message());
+        StageEvents.StageError refused = worker.triage(new dev.hexforge.contracts.InputPolicy.RefusedPathException("model.path", "refused"));
+        assertEquals("INPUT_REFUSED", refused.code());
+        StageEvents.StageError own = worker.triage(new dev.hexforge.contracts.HexforgeException(
+                dev.hexforge.contracts.ErrorCode.QNN_DYNAMIC_SHAPE, "input 'ids' is dynamic", "give --input_dim ids 1,128", null));
+        assertEquals("QNN_DYNAMIC_SHAPE", own.code());
+        assertEquals("give --input_dim ids 1,128", own.hint(), "a thrower's own hint wins over the code's");
+        assertEquals("BAD_REQUEST", worker.triage(new IllegalArgumentException("finetune.maxLength: too long")).code());
+        assertEquals("INTERNAL", worker.triage(new IllegalStateException("a bug")).code());
+    }
 }

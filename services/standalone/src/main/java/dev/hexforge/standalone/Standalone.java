@@ -51,8 +51,7 @@ public final class Standalone implements AutoCloseable {
     }
 
     public static Path home() {
-        String env = System.getenv("HEXFORGE_STATE");
-        return env != null ? Path.of(env) : Path.of(System.getProperty("user.home"), ".hexforge");
+        return dev.hexforge.client.GatewayClient.stateFolder();
     }
 
     public static String s3Secret(Path home) {

@@ -12,6 +12,11 @@ public final class StandaloneMain {
     public static void main(String[] args) throws Exception {
         String cmd = args.length == 0 ? "help" : args[0];
         String[] rest = Arrays.copyOfRange(args, Math.min(1, args.length), args.length);
+        if (cmd.equals("up") || cmd.equals("demo")) {
+            java.nio.file.Files.createDirectories(Standalone.home());
+            Path log = FleetLogs.toFile(Standalone.home());
+            System.out.println("logs     " + log + " (the console shows errors only)");
+        }
         try {
             switch (cmd) {
                 case "up" -> up(rest);

@@ -34,6 +34,7 @@ import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -197,6 +198,8 @@ class DashboardBrowserTest {
         // the stages advance on the page itself: the loss curve grows, then the later stages run
         waitUpTo(180).until(d -> js("const l = document.querySelector('#log'); return (l !== null && l.textContent.includes('loss'))"
                 + " || document.querySelector('#timeline tr[data-stage=merge]') !== null;"));
+        Object finetuneState = js("const b = document.querySelector('#timeline tr[data-stage=finetune] .badge'); return b && b.textContent;");
+        assertNotEquals("dispatched", finetuneState, "an attempt whose progress is arriving shows as running");
         waitUpTo(20).until(ExpectedConditions.visibilityOfElementLocated(By.cssSelector("#loss-chart canvas")));
         shot("04-job-training");
         waitUpTo(300).until(d -> "completed".equals(js("const b = document.querySelector('#job-state .badge'); return b && b.textContent;")));
