@@ -240,13 +240,21 @@ function specFrom(form) {
   const stages = STAGES.filter(s => f.get(`stage-${s}`));
   const spec = {name: f.get('name') || undefined, model: f.get('upload') ? {upload: f.get('upload')} : {path: f.get('path')}, stages};
   if (stages.includes('finetune')) spec.finetune = {data: f.get('finetune-data') || undefined};
-  if (stages.includes('quantize')) spec.quantize = {method: f.get('method'), bits: Number(f.get('bits'))};
+  if (stages.includes('quantize')) spec.quantize = {method: f.get('method'), bits: Number(f.get('bits')), format: f.get('format')};
   if (stages.includes('compile')) spec.compile = {target: f.get('target'), soc: f.get('soc') || undefined};
   return JSON.parse(JSON.stringify(spec));
 }
 
 async function submitPage() {
-  const [uploads, examples] = await Promise.all([api('/api/v1/uploads?size=50'), api('/api/v1/examples')]);
+  const [uploads, examples, schema] = await Promise.all([api('/api/v1/uploads?size=50'), api('/api/v1/examples'),
+    api('/api/v1/job-spec/schema')]);
+  // the choices and their defaults come from the schema the server validates against
+  const field = path => path.split('.').reduce((f, k) => f.properties[k], schema);
+  const choice = (name, path, values) => {
+    const f = field(path);
+    return h('select', {name, title: f.description}, (values || f.enum).map(v => h('option', {value: v, selected: v === f.default}, v)));
+  };
+  const range = f => Array.from({length: f.maximum - f.minimum + 1}, (_, i) => f.maximum - i);
   const problems = h('ul', {id: 'problems', class: 'error', hidden: true});
   const editor = h('textarea', {id: 'spec', rows: 14, spellcheck: 'false'});
   const sync = () => { editor.value = JSON.stringify(specFrom(form), null, 2); };
@@ -273,10 +281,11 @@ async function submitPage() {
     h('fieldset', {}, h('legend', {}, 'Stages'), STAGES.map(s => check(`stage-${s}`, s, ['quantize', 'export', 'sign'].includes(s)))),
     h('fieldset', {}, h('legend', {}, 'Settings (defaults shown; the rest take the documented defaults)'),
       h('label', {}, 'Fine-tune data', h('input', {name: 'finetune-data', value: examples.finetuneData, placeholder: 'train.jsonl (Alpaca or chat)'})),
-      h('label', {}, 'Quantization method', h('select', {name: 'method'}, ['awq', 'gptq', 'rtn'].map(m => h('option', {value: m, selected: m === 'rtn'}, m)))),
-      h('label', {}, 'Bits', h('select', {name: 'bits'}, [8, 4].map(b => h('option', {value: b}, b)))),
-      h('label', {}, 'Compile target', h('select', {name: 'target'}, ['ort-qnn', 'qnn-context-binary', 'qnn-model-lib'].map(t => h('option', {value: t}, t)))),
-      h('label', {}, 'SoC', h('input', {name: 'soc', value: 'SM8650'}))),
+      h('label', {}, 'Quantization method', choice('method', 'quantize.method')),
+      h('label', {}, 'Bits', choice('bits', 'quantize.bits', range(field('quantize.bits')))),
+      h('label', {}, 'Linear format', choice('format', 'quantize.format')),
+      h('label', {}, 'Compile target', choice('target', 'compile.target')),
+      h('label', {}, 'SoC', h('input', {name: 'soc', value: field('compile.soc').default}))),
     h('label', {}, 'Job spec (JSON or YAML; edit freely — the server checks it)', editor),
     problems,
     h('button', {type: 'submit', id: 'submit-job'}, 'Submit job'));

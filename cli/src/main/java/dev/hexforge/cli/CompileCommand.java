@@ -13,15 +13,17 @@ import java.util.concurrent.Callable;
                 "ort-qnn needs nothing more; qnn-context-binary and qnn-model-lib run the QNN SDK's tools (--qnn-sdk or QNN_SDK_ROOT).",
                 "The fleet's compile stage runs the same pass."})
 final class CompileCommand implements Callable<Integer> {
+    @picocli.CommandLine.Spec
+    picocli.CommandLine.Model.CommandSpec spec;
     @Option(names = "--model", required = true, description = "static export folder")
     Path model;
     @Option(names = "--out", required = true, description = "bundle folder (must not exist or be empty)")
     Path out;
-    @Option(names = "--target", defaultValue = "ort-qnn", description = "ort-qnn, qnn-context-binary or qnn-model-lib (default: ${DEFAULT-VALUE})")
+    @Option(names = "--target", descriptionKey = "compile.target")
     String target;
-    @Option(names = "--soc", defaultValue = "SM8650", description = "target chipset (default: ${DEFAULT-VALUE} = Snapdragon 8 Gen 3)")
+    @Option(names = "--soc", descriptionKey = "compile.soc")
     String soc;
-    @Option(names = "--htp-arch", defaultValue = "0", description = "Hexagon HTP architecture; 0 takes it from the SoC (default: ${DEFAULT-VALUE})")
+    @Option(names = "--htp-arch", descriptionKey = "compile.htpArch")
     int htpArch;
     @Option(names = "--qnn-sdk", description = "QNN SDK root (default: $QNN_SDK_ROOT)")
     Path qnnSdk;
@@ -30,6 +32,7 @@ final class CompileCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        SpecOptions.check(spec);
         Path sdk = qnnSdk != null ? qnnSdk : System.getenv("QNN_SDK_ROOT") == null || System.getenv("QNN_SDK_ROOT").isBlank()
                 ? null : Path.of(System.getenv("QNN_SDK_ROOT"));
         CompilePass.Result r = CompilePass.run(model, new CompilePass.Options(target, CompileOptions.of(soc, htpArch), sdk), out);

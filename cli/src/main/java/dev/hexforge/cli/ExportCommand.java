@@ -14,23 +14,23 @@ import java.util.concurrent.Callable;
         description = {"Export a Hugging Face Qwen2/Llama folder, or a quantized checkpoint (quantize's OUT/checkpoint), to ONNX",
                 "(dynamic: HF/genai convention; static: NPU graphs). The fleet's export stage runs the same pass."})
 final class ExportCommand implements Callable<Integer> {
+    @picocli.CommandLine.Spec
+    picocli.CommandLine.Model.CommandSpec spec;
     @Option(names = "--model", required = true, description = "Hugging Face model folder or quantized checkpoint")
     Path model;
     @Option(names = "--out", required = true, description = "output folder (must not exist or be empty)")
     Path out;
-    @Option(names = "--variant", defaultValue = "dynamic", description = "dynamic or static (default: ${DEFAULT-VALUE})")
+    @Option(names = "--variant", descriptionKey = "export.variant")
     String variant;
-    @Option(names = "--seq", defaultValue = "128", description = "static prompt-graph length (default: ${DEFAULT-VALUE})")
+    @Option(names = "--seq", descriptionKey = "export.seq")
     int seq;
-    @Option(names = "--ctx", defaultValue = "512", description = "static context length, up to 4096 (default: ${DEFAULT-VALUE})")
+    @Option(names = "--ctx", descriptionKey = "export.ctx")
     int ctx;
-    @Option(names = "--opset", defaultValue = "17", description = "ONNX opset, 17-21 (default: ${DEFAULT-VALUE})")
+    @Option(names = "--opset", descriptionKey = "export.opset")
     int opset;
-    @Option(names = "--format", defaultValue = "qdq", description = "a quantized checkpoint's linears: qdq, matmulnbits or both "
-            + "(OUT/qdq and OUT/matmulnbits) (default: ${DEFAULT-VALUE})")
+    @Option(names = "--format", descriptionKey = "quantize.format")
     String format;
-    @Option(names = "--accuracy-level", defaultValue = "4", description = "MatMulNBits compute: 4 int8 activations, 0 float32 "
-            + "(default: ${DEFAULT-VALUE})")
+    @Option(names = "--accuracy-level", descriptionKey = "quantize.accuracyLevel")
     int accuracyLevel;
     @Option(names = "--encodings", description = "write the QNN converter's quantization overrides into a QDQ export")
     boolean encodings;
@@ -39,6 +39,7 @@ final class ExportCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        SpecOptions.check(spec);
         ExportPass.Options opt = new ExportPass.Options(new ExportOptions(Variant.parse(variant), seq, ctx, opset),
                 ExportPass.Format.parse(format), accuracyLevel, encodings);
         ExportPass.Result r;

@@ -14,6 +14,8 @@ import java.util.concurrent.Callable;
         description = {"Train a LoRA adapter (PEFT format) on Alpaca JSON/JSONL, chat JSONL or plain text.",
                 "Re-running with the same --out continues from its newest checkpoint."})
 final class FinetuneCommand implements Callable<Integer> {
+    @picocli.CommandLine.Spec
+    picocli.CommandLine.Model.CommandSpec spec;
     private static final TrainingOptions D = TrainingOptions.defaults();
 
     @Option(names = "--model", required = true, description = "base Hugging Face folder")
@@ -24,28 +26,28 @@ final class FinetuneCommand implements Callable<Integer> {
     Path eval;
     @Option(names = "--out", required = true, description = "adapter folder (checkpoints go to OUT/checkpoints)")
     Path out;
-    @Option(names = "--r", description = "LoRA rank (default ${DEFAULT-VALUE})")
-    int r = D.r();
-    @Option(names = "--alpha", description = "LoRA alpha (default ${DEFAULT-VALUE})")
-    double alpha = D.alpha();
-    @Option(names = "--dropout", description = "dropout on the adapter input (default ${DEFAULT-VALUE})")
-    double dropout = D.dropout();
-    @Option(names = "--targets", split = ",", description = "modules to adapt (default q_proj,k_proj,v_proj,o_proj)")
-    java.util.List<String> targets = D.targets();
+    @Option(names = "--r", descriptionKey = "finetune.r")
+    int r;
+    @Option(names = "--alpha", descriptionKey = "finetune.alpha")
+    double alpha;
+    @Option(names = "--dropout", descriptionKey = "finetune.dropout")
+    double dropout;
+    @Option(names = "--targets", split = ",", descriptionKey = "finetune.targets")
+    java.util.List<String> targets;
     @Option(names = "--rslora", description = "scale by alpha/sqrt(r) (rsLoRA)")
     boolean rslora;
-    @Option(names = "--batch", description = "examples per micro-batch (default ${DEFAULT-VALUE})")
-    int batch = D.batchSize();
-    @Option(names = "--accum", description = "micro-batches per optimizer step (default ${DEFAULT-VALUE})")
-    int accum = D.accumulation();
-    @Option(names = "--lr", description = "peak learning rate (default ${DEFAULT-VALUE})")
-    double lr = D.learningRate();
-    @Option(names = "--epochs", description = "default ${DEFAULT-VALUE}")
-    int epochs = D.epochs();
-    @Option(names = "--max-len", description = "tokens per example; longer ones are cut (default ${DEFAULT-VALUE})")
-    int maxLen = D.maxLength();
-    @Option(names = "--seed", description = "default ${DEFAULT-VALUE}")
-    long seed = D.seed();
+    @Option(names = "--batch", descriptionKey = "finetune.batch")
+    int batch;
+    @Option(names = "--accum", descriptionKey = "finetune.accumulation")
+    int accum;
+    @Option(names = "--lr", descriptionKey = "finetune.learningRate")
+    double lr;
+    @Option(names = "--epochs", descriptionKey = "finetune.epochs")
+    int epochs;
+    @Option(names = "--max-len", descriptionKey = "finetune.maxLength")
+    int maxLen;
+    @Option(names = "--seed", descriptionKey = "finetune.seed")
+    long seed;
     @Option(names = "--warmup-ratio", description = "share of steps warming up (default ${DEFAULT-VALUE})")
     double warmup = D.warmupRatio();
     @Option(names = "--schedule", description = "cosine or linear (default ${DEFAULT-VALUE})")
@@ -65,6 +67,7 @@ final class FinetuneCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        SpecOptions.check(spec);
         TrainingOptions o = new TrainingOptions(r, alpha, dropout, targets, rslora, batch, accum, lr, epochs, maxLen, seed,
                 warmup, schedule, weightDecay, maxGradNorm, checkpointEvery, evalSplit, D.evalMaxNewTokens(), threads);
         java.util.List<String> epochLines = new java.util.ArrayList<>();

@@ -16,6 +16,8 @@ public final class Main implements Runnable {
 
     public static int run(String... args) {
         CommandLine cl = new CommandLine(new Main());
+        cl.setDefaultValueProvider(new SpecOptions());
+        cl.setResourceBundle(SpecOptions.help());
         cl.setExecutionExceptionHandler((ex, cmd, parsed) -> {
             cmd.getErr().println("hexforge: error: " + describe(ex));
             if (ex instanceof dev.hexforge.contracts.HexforgeException h) {

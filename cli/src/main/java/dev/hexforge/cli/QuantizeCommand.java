@@ -23,46 +23,46 @@ import java.util.concurrent.Callable;
                 "Writes OUT/quantization_report.json, the quantized checkpoint OUT/checkpoint and the export (OUT/onnx-model, "
                         + "or OUT/qdq and OUT/matmulnbits for --format both): the quantize and export stages of the fleet, in one command."})
 final class QuantizeCommand implements Callable<Integer> {
+    @picocli.CommandLine.Spec
+    picocli.CommandLine.Model.CommandSpec spec;
     @Option(names = "--model", required = true, description = "Hugging Face model folder")
     Path model;
-    @Option(names = "--method", defaultValue = "rtn", description = "rtn, gptq or awq (default: ${DEFAULT-VALUE})")
+    @Option(names = "--method", descriptionKey = "quantize.method")
     String method;
     @Option(names = "--calib", description = "calibration JSONL ({\"text\": ...} or {\"messages\": [...]}) for gptq, awq and "
             + "--auto-keep (default: the bundled set, as the fleet uses)")
     Path calib;
-    @Option(names = "--samples", defaultValue = "128", description = "calibration samples (default: ${DEFAULT-VALUE})")
+    @Option(names = "--samples", descriptionKey = "quantize.calibrationSamples")
     int samples;
-    @Option(names = "--calib-len", defaultValue = "512", description = "tokens per calibration sample, capped at the model's context (default: ${DEFAULT-VALUE})")
+    @Option(names = "--calib-len", descriptionKey = "quantize.calibrationLength")
     int calibLen;
     @Option(names = "--seed", defaultValue = "0", description = "calibration sampling seed (default: ${DEFAULT-VALUE})")
     long seed;
     @Option(names = "--act-order", description = "GPTQ: quantize columns by decreasing Hessian diagonal (static groups)")
     boolean actOrder;
-    @Option(names = "--auto-keep", defaultValue = "0", description = "automatic mixed precision: keep the most sensitive "
-            + "linears in FP16 within this percentage of extra bytes (needs --calib; default: off)")
+    @Option(names = "--auto-keep", descriptionKey = "quantize.auto.maxExtraBytesPercent")
     double autoKeep;
-    @Option(names = "--bits", defaultValue = "8", description = "2-8 (default: ${DEFAULT-VALUE})")
+    @Option(names = "--bits", descriptionKey = "quantize.bits")
     int bits;
-    @Option(names = "--group", description = "input columns per scale; 0 = per channel (default: 0 for 8 bits, 128 otherwise)")
+    @Option(names = "--group", descriptionKey = "quantize.group")
     Integer group;
     @Option(names = "--sym", description = "symmetric (default for 8 bits)")
     boolean sym;
     @Option(names = "--asym", description = "asymmetric with zero points (default below 8 bits)")
     boolean asym;
-    @Option(names = "--keep", split = ",", description = "module patterns kept in float, e.g. q_proj,v_proj")
+    @Option(names = "--keep", split = ",", descriptionKey = "quantize.keep")
     List<String> keep = List.of();
-    @Option(names = "--format", defaultValue = "qdq", description = "qdq, matmulnbits or both (default: ${DEFAULT-VALUE})")
+    @Option(names = "--format", descriptionKey = "quantize.format")
     String format;
-    @Option(names = "--accuracy-level", defaultValue = "4", description = "MatMulNBits compute: 4 int8 activations (fast), "
-            + "0 float32 (identical to the fake-quantized reference) (default: ${DEFAULT-VALUE})")
+    @Option(names = "--accuracy-level", descriptionKey = "quantize.accuracyLevel")
     int accuracyLevel;
-    @Option(names = "--variant", defaultValue = "dynamic", description = "dynamic or static (default: ${DEFAULT-VALUE})")
+    @Option(names = "--variant", descriptionKey = "export.variant")
     String variant;
-    @Option(names = "--seq", defaultValue = "128", description = "static prompt-graph length (default: ${DEFAULT-VALUE})")
+    @Option(names = "--seq", descriptionKey = "export.seq")
     int seq;
-    @Option(names = "--ctx", defaultValue = "512", description = "static context length (default: ${DEFAULT-VALUE})")
+    @Option(names = "--ctx", descriptionKey = "export.ctx")
     int ctx;
-    @Option(names = "--opset", defaultValue = "17", description = "ONNX opset, 17-21 (default: ${DEFAULT-VALUE})")
+    @Option(names = "--opset", descriptionKey = "export.opset")
     int opset;
     @Option(names = "--eval", description = "text scored for the accuracy gate (perplexity, float vs quantized; default: the "
             + "bundled text, as the fleet uses)")
@@ -72,7 +72,7 @@ final class QuantizeCommand implements Callable<Integer> {
     boolean encodings;
     @Option(names = "--window", defaultValue = "128")
     int window;
-    @Option(names = "--max-delta-ppl", defaultValue = "0.5", description = "gate: largest allowed perplexity rise (default: ${DEFAULT-VALUE})")
+    @Option(names = "--max-delta-ppl", descriptionKey = "quantize.maxDeltaPpl")
     double maxDeltaPpl;
     @Option(names = "--out", required = true)
     Path out;
@@ -81,6 +81,7 @@ final class QuantizeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws java.io.IOException {
+        SpecOptions.check(spec);
         if (sym && asym) {
             throw new IllegalArgumentException("--sym and --asym contradict each other");
         }

@@ -51,7 +51,7 @@ class CliTest {
     @BeforeAll
     static void export() {
         String model = Fixtures.qwen2Tiny().toString();
-        assertEquals(0, run("export", "--model", model, "--out", tmp.resolve("dyn").toString()).exit());
+        assertEquals(0, run("export", "--model", model, "--out", tmp.resolve("dyn").toString(), "--variant", "dynamic").exit());
         assertEquals(0, run("export", "--model", model, "--out", tmp.resolve("static").toString(), "--variant", "static",
                 "--seq", "32", "--ctx", "256", "--json").exit());
     }
@@ -110,7 +110,11 @@ class CliTest {
         assertFalse(Files.exists(tmp.resolve("x")));
         Run bad = run("export", "--model", Fixtures.qwen2Tiny().toString(), "--out", tmp.resolve("y").toString(), "--variant", "weird");
         assertEquals(1, bad.exit());
-        assertTrue(bad.err().contains("variant must be dynamic or static, got 'weird'"), bad.err());
+        assertTrue(bad.err().contains("--variant: must be one of [static, dynamic], got 'weird'"), "the schema's check, naming the flag: " + bad.err());
+        Run bits = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--out", tmp.resolve("z").toString(), "--bits", "9");
+        assertEquals(1, bits.exit());
+        assertTrue(bits.err().contains("--bits: must be between 2 and 8, got 9"), bits.err());
+        assertFalse(Files.exists(tmp.resolve("z")));
         Path notUtf8 = tmp.resolve("bin.txt");
         Files.write(notUtf8, new byte[]{(byte) 0xff, (byte) 0xfe, 0x41});
         Run enc = run("eval", "ppl", "--model", Fixtures.qwen2Tiny().toString(), "--text", notUtf8.toString());
@@ -138,7 +142,7 @@ class CliTest {
         Path text = tmp.resolve("gate.txt");
         Files.writeString(text, Files.readString(Fixtures.root().resolve("corpus/eval_en.txt")).substring(0, 8000));
         Path ok = tmp.resolve("q8");
-        Run r = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--bits", "8", "--format", "both",
+        Run r = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--bits", "8", "--format", "both", "--variant", "dynamic",
                 "--eval", text.toString(), "--encodings", "--out", ok.toString(), "--json");
         assertEquals(0, r.exit(), r.err());
         assertTrue(r.json().path("gate_passed").asBoolean());
@@ -168,7 +172,7 @@ class CliTest {
 
         Run awq = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--method", "smoothquant", "--out", tmp.resolve("g").toString());
         assertEquals(1, awq.exit());
-        assertTrue(awq.err().contains("rtn, gptq or awq"), awq.err());
+        assertTrue(awq.err().contains("--method: must be one of [rtn, awq, gptq], got 'smoothquant'"), awq.err());
         assertFalse(Files.exists(tmp.resolve("g")));
 
         Path emptyCalib = tmp.resolve("empty.jsonl");
@@ -190,7 +194,7 @@ class CliTest {
         Path out = tmp.resolve("awq");
         Run r = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--method", "awq", "--bits", "4",
                 "--calib", Fixtures.root().resolve("calib.jsonl").toString(), "--samples", "16", "--calib-len", "128",
-                "--format", "qdq", "--out", out.toString(), "--json");
+                "--format", "qdq", "--variant", "dynamic", "--out", out.toString(), "--json");
         assertEquals(0, r.exit(), r.err());
         JsonNode report = JSON.readTree(out.resolve("quantization_report.json").toFile());
         assertEquals(12, report.path("awqGroups").size());
@@ -209,7 +213,7 @@ class CliTest {
         Path out = tmp.resolve("gptq");
         Run r = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--method", "gptq", "--bits", "4",
                 "--calib", Fixtures.root().resolve("calib.jsonl").toString(), "--samples", "32", "--calib-len", "128",
-                "--format", "matmulnbits", "--out", out.toString(), "--json");
+                "--format", "matmulnbits", "--variant", "dynamic", "--out", out.toString(), "--json");
         assertEquals(0, r.exit(), r.err());
         JsonNode report = JSON.readTree(out.resolve("quantization_report.json").toFile());
         assertEquals(32, report.path("calibration").path("samples").asInt());

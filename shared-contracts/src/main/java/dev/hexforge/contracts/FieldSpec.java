@@ -44,6 +44,16 @@ public record FieldSpec(String name, Kind kind, Object defaultValue, String desc
         return new FieldSpec(name, Kind.INTEGER, def, doc, (double) min, (double) max, null, null, false);
     }
 
+    /** An integer whose default is a rule over other fields (stated in {@code doc}); absent stays absent. */
+    public static FieldSpec integer(String name, long min, long max, String doc) {
+        return new FieldSpec(name, Kind.INTEGER, null, doc, (double) min, (double) max, null, null, false);
+    }
+
+    /** A boolean whose default is a rule over other fields (stated in {@code doc}); absent stays absent. */
+    public static FieldSpec bool(String name, String doc) {
+        return new FieldSpec(name, Kind.BOOLEAN, null, doc, null, null, null, null, false);
+    }
+
     public static FieldSpec number(String name, double def, double min, double max, String doc) {
         return new FieldSpec(name, Kind.NUMBER, def, doc, min, max, null, null, false);
     }

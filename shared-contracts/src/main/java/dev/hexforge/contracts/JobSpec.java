@@ -44,9 +44,31 @@ public record JobSpec(int schemaVersion, String name, Input model, List<String> 
                            int batch, int accumulation, double learningRate, int epochs, int maxLength, long seed) {
     }
 
-    public record Quantize(String method, int bits, int group, boolean symmetric, Input calibration,
+    /**
+     * @param group     null: {@link #defaultGroup}
+     * @param symmetric null: {@link #defaultSymmetric}
+     */
+    public record Quantize(String method, int bits, Integer group, Boolean symmetric, Input calibration,
                            int calibrationSamples, int calibrationLength, List<String> keep, Auto auto, String format,
                            int accuracyLevel, double maxDeltaPpl) {
+
+        /** One scale per output channel at 8 bits, groups of 128 input columns below. */
+        public static int defaultGroup(int bits) {
+            return bits == 8 ? 0 : 128;
+        }
+
+        /** Symmetric at 8 bits per channel (the NPU's INT8 weights), with zero points otherwise. */
+        public static boolean defaultSymmetric(int bits, int group) {
+            return bits == 8 && group == 0;
+        }
+
+        public int groupOrDefault() {
+            return group != null ? group : defaultGroup(bits);
+        }
+
+        public boolean symmetricOrDefault() {
+            return symmetric != null ? symmetric : defaultSymmetric(bits, groupOrDefault());
+        }
     }
 
     public record Auto(double maxExtraBytesPercent) {

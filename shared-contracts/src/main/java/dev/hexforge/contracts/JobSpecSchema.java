@@ -58,10 +58,12 @@ public final class JobSpecSchema {
                     integer("maxLength", 256, 8, 32768, "Tokens per example; longer ones are truncated."),
                     integer("seed", 0, 0, Long.MAX_VALUE, "Seed for initialisation, shuffling and dropout.")),
             object("quantize", "Weight quantization and its accuracy gate.",
-                    oneOf("method", "awq", "rtn, awq or gptq.", "rtn", "awq", "gptq"),
+                    oneOf("method", "rtn", "rtn (round to nearest: seconds, near-lossless at 8 bits), awq or gptq "
+                            + "(calibrated: better at 4 bits).", "rtn", "awq", "gptq"),
                     integer("bits", 8, 2, 8, "Weight bits."),
-                    integer("group", 128, 0, 8192, "Input columns per scale; 0 for per channel."),
-                    bool("symmetric", false, "Symmetric (no zero point)."),
+                    integer("group", 0, 8192, "Input columns per scale; 0 for per channel (default: 0 at 8 bits, 128 below)."),
+                    bool("symmetric", "Symmetric (no zero point) (default: true at 8 bits per channel, the NPU's INT8 weights; "
+                            + "false otherwise)."),
                     input("calibration", "Calibration JSONL, named like finetune.data (default: the bundled set).", "upload", "path"),
                     integer("calibrationSamples", 128, 1, 100000, "Calibration samples."),
                     integer("calibrationLength", 512, 2, 32768, "Tokens per calibration sample."),
@@ -91,6 +93,21 @@ public final class JobSpecSchema {
                     integer("newTokens", 64, 1, 4096, "Decoded tokens.")));
 
     private JobSpecSchema() {
+    }
+
+    /** The declaration of a field by its dotted path ({@code quantize.bits}), or null when there is none. */
+    public static FieldSpec field(String path) {
+        FieldSpec f = ROOT;
+        for (String part : path.split("\\.")) {
+            if (f.fields() == null) {
+                return null;
+            }
+            f = f.fields().stream().filter(c -> c.name().equals(part)).findFirst().orElse(null);
+            if (f == null) {
+                return null;
+            }
+        }
+        return f;
     }
 
     /** Checks a document; returns it with every default filled in, or throws with every problem found. */
@@ -336,7 +353,7 @@ public final class JobSpecSchema {
             problems.add(new Problem("export.seq", "must be smaller than export.ctx (" + e.path("ctx").asInt() + ")"));
         }
         JsonNode q = s.path("quantize");
-        int group = q.path("group").asInt();
+        int group = q.has("group") ? q.path("group").asInt() : JobSpec.Quantize.defaultGroup(q.path("bits").asInt());
         if (group > 0 && group < 8) {
             problems.add(new Problem("quantize.group", "must be 0 (per channel) or at least 8"));
         }

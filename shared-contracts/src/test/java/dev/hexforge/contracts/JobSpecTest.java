@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -34,9 +35,16 @@ class JobSpecTest {
         assertEquals(8, s.finetune().accumulation());
         assertEquals(2e-4, s.finetune().learningRate());
         assertEquals(3, s.finetune().epochs());
-        assertEquals("awq", s.quantize().method());
+        assertEquals("rtn", s.quantize().method());
         assertEquals(8, s.quantize().bits());
-        assertEquals(128, s.quantize().group());
+        assertNull(s.quantize().group(), "a rule over bits, not a fixed number");
+        assertEquals(0, s.quantize().groupOrDefault(), "8 bits: one scale per channel");
+        assertTrue(s.quantize().symmetricOrDefault(), "8 bits per channel: symmetric");
+        JobSpec.Quantize int4 = JobSpecReader.read("{\"model\": \"m\", \"quantize\": {\"bits\": 4}}").quantize();
+        assertEquals(128, int4.groupOrDefault());
+        assertFalse(int4.symmetricOrDefault());
+        JobSpec.Quantize asym8 = JobSpecReader.read("{\"model\": \"m\", \"quantize\": {\"symmetric\": false}}").quantize();
+        assertFalse(asym8.symmetricOrDefault(), "asked for: asymmetric even at 8 bits per channel");
         assertEquals(128, s.quantize().calibrationSamples());
         assertEquals(0.5, s.quantize().maxDeltaPpl());
         assertEquals(0.0, s.quantize().auto().maxExtraBytesPercent());

@@ -38,23 +38,17 @@ public final class QuantizePass {
     }
 
     /**
-     * The weight format from what was asked, with the one rule for what was not: groups of 128 below 8 bits, one scale
-     * per channel at 8; symmetric when asked, and always for 8 bits per channel (the NPU's INT8 weights are
-     * symmetric per channel).
+     * The weight format from what was asked; what was not follows the job spec's rule
+     * ({@link JobSpec.Quantize#defaultGroup}, {@link JobSpec.Quantize#defaultSymmetric}).
      */
     public static QuantSpec spec(int bits, Integer group, Boolean symmetric) {
-        int g = group != null ? group : (bits == 8 ? 0 : 128);
-        boolean sym = symmetric != null ? symmetric : bits == 8 && g == 0;
-        return new QuantSpec(bits, g, sym);
+        int g = group != null ? group : JobSpec.Quantize.defaultGroup(bits);
+        return new QuantSpec(bits, g, symmetric != null ? symmetric : JobSpec.Quantize.defaultSymmetric(bits, g));
     }
 
-    /**
-     * A job spec's quantize settings as the pass's options. {@code symmetric: false} in a spec means "not asked", so
-     * 8 bits per channel stays symmetric.
-     */
+    /** A job spec's quantize settings as the pass's options. */
     public static QuantizeOptions options(JobSpec.Quantize q, Path calibration, Path evalText) {
-        QuantSpec spec = spec(q.bits(), q.group(), q.symmetric() ? Boolean.TRUE : null);
-        return new QuantizeOptions(q.method(), spec, q.keep(),
+        return new QuantizeOptions(q.method(), spec(q.bits(), q.group(), q.symmetric()), q.keep(),
                 new QuantizeOptions.Calibration(calibration, q.calibrationSamples(), q.calibrationLength(), 0),
                 Gptq.Options.defaults(), evalText, 128, q.maxDeltaPpl(), q.auto().maxExtraBytesPercent());
     }

@@ -42,6 +42,17 @@ class DashboardController {
     }
 
     /**
+     * The job spec's JSON Schema (every field's type, default, limits and help), generated from the one declaration
+     * the server validates against; the submit form builds its choices from it.
+     */
+    @GetMapping(value = "/api/v1/job-spec/schema", produces = "application/schema+json")
+    String schema() {
+        return SCHEMA;
+    }
+
+    private static final String SCHEMA = dev.hexforge.contracts.JobSpecSchema.jsonSchema().toPrettyString();
+
+    /**
      * Sign-in: the API token buys a server-side session; the cookie holds the session's random secret. Only a post
      * from a page of this gateway counts (Origin or Sec-Fetch-Site), so another site cannot sign a browser in as its
      * attacker (login CSRF).

@@ -183,21 +183,21 @@ class CliAgainstFleetTest {
                 + calib + "  format: matmulnbits\nexport:\n  variant: dynamic\n");
         Path g = home.resolve("cli-gptq");
         r = cli("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--method", "gptq", "--bits", "4", "--group", "32",
-                "--samples", "16", "--calib-len", "128", "--format", "matmulnbits", "--out", g.toString());
+                "--samples", "16", "--calib-len", "128", "--format", "matmulnbits", "--variant", "dynamic", "--out", g.toString());
         assertEquals(0, r.exit(), r.err());
         assertEquals(sha(gptq, 1, 0), ArtifactStore.digest(g.resolve("onnx-model")), "GPTQ MatMulNBits export");
         JsonNode awq = runJob("parity-awq", "stages: [quantize, export]\nquantize:\n  method: awq\n  bits: 4\n  group: 32\n"
                 + calib + "  format: qdq\nexport:\n  variant: dynamic\n");
         Path w = home.resolve("cli-awq");
         r = cli("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--method", "awq", "--bits", "4", "--group", "32",
-                "--samples", "16", "--calib-len", "128", "--format", "qdq", "--out", w.toString());
+                "--samples", "16", "--calib-len", "128", "--format", "qdq", "--variant", "dynamic", "--out", w.toString());
         assertEquals(0, r.exit(), r.err());
         assertEquals(sha(awq, 1, 0), ArtifactStore.digest(w.resolve("onnx-model")), "AWQ QDQ export");
 
         // the float model, dynamic
         JsonNode plain = runJob("parity-export", "stages: [export]\nexport:\n  variant: dynamic\n");
         Path e = home.resolve("cli-export");
-        assertEquals(0, cli("export", "--model", Fixtures.qwen2Tiny().toString(), "--out", e.toString()).exit());
+        assertEquals(0, cli("export", "--model", Fixtures.qwen2Tiny().toString(), "--variant", "dynamic", "--out", e.toString()).exit());
         assertEquals(sha(plain, 0, 0), ArtifactStore.digest(e), "float dynamic export");
     }
 

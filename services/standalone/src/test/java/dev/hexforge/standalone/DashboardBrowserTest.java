@@ -109,8 +109,16 @@ class DashboardBrowserTest {
         waitUpTo(10).until(ExpectedConditions.presenceOfElementLocated(By.cssSelector("header.top")));
     }
 
+    /** The text of the visible element matching {@code css}, found again when a re-render replaced it mid-read. */
     static String text(String css) {
-        return waitUpTo(20).until(ExpectedConditions.visibilityOfElementLocated(By.cssSelector(css))).getText();
+        return waitUpTo(20).until(d -> {
+            try {
+                WebElement e = d.findElement(By.cssSelector(css));
+                return e.isDisplayed() ? e.getText() : null;
+            } catch (org.openqa.selenium.StaleElementReferenceException | org.openqa.selenium.NoSuchElementException gone) {
+                return null;
+            }
+        });
     }
 
     /** Waits until an element matching {@code css} shows {@code fragment} (pages re-render in place). */
@@ -178,6 +186,11 @@ class DashboardBrowserTest {
         Map<?, ?> spec = new ObjectMapper().readValue((String) js("return document.getElementById('spec').value;"), Map.class);
         assertEquals(List.of("finetune", "merge", "quantize", "export", "compile", "sign", "benchmark"), spec.get("stages"),
                 "the form writes the spec");
+        assertEquals(dev.hexforge.contracts.JobSpecSchema.jsonSchema().at("/properties/quantize/properties/method/default").asText(),
+                ((Map<?, ?>) spec.get("quantize")).get("method"), "the form's choices and defaults are the schema's");
+        new org.openqa.selenium.support.ui.Select(browser.findElement(By.name("method"))).selectByValue("rtn");
+        spec = new ObjectMapper().readValue((String) js("return document.getElementById('spec').value;"), Map.class);
+        assertEquals("rtn", ((Map<?, ?>) spec.get("quantize")).get("method"));
         // the user tunes the spec by hand where the form has no field; an invalid value first, to see the server's check
         js("const s = JSON.parse(document.getElementById('spec').value);"
                 + "s.finetune.epochs = 0; s.quantize.group = 0;"

@@ -1,0 +1,100 @@
+package dev.hexforge.cli;
+
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hexforge.contracts.FieldSpec;
+import dev.hexforge.contracts.InvalidJobSpecException;
+import dev.hexforge.contracts.JobSpecSchema;
+import dev.hexforge.contracts.Problem;
+import picocli.CommandLine;
+import picocli.CommandLine.Model.ArgSpec;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Model.OptionSpec;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.ListResourceBundle;
+import java.util.Map;
+import java.util.ResourceBundle;
+
+/**
+ * The CLI's options that are job-spec fields take their default, help text and limits from the job spec's
+ * declaration ({@link JobSpecSchema}), as the fleet and the dashboard do: an option names its field with
+ * {@code descriptionKey = "quantize.bits"} and declares nothing else about it.
+ */
+final class SpecOptions implements CommandLine.IDefaultValueProvider {
+
+    @Override
+    public String defaultValue(ArgSpec arg) {
+        FieldSpec f = field(arg);
+        if (f == null || f.defaultValue() == null || f.defaultValue() instanceof Collection<?> c && c.isEmpty()) {
+            return null;
+        }
+        return f.defaultValue() instanceof Collection<?> c ? String.join(",", c.stream().map(String::valueOf).toList())
+                : String.valueOf(f.defaultValue());
+    }
+
+    /** Every field's help text, keyed by its path, with its default where it has one. */
+    static ResourceBundle help() {
+        Map<String, String> texts = new LinkedHashMap<>();
+        collect(JobSpecSchema.ROOT, "", texts);
+        Object[][] contents = texts.entrySet().stream().map(e -> new Object[]{e.getKey(), e.getValue()}).toArray(Object[][]::new);
+        return new ListResourceBundle() {
+            @Override
+            protected Object[][] getContents() {
+                return contents;
+            }
+        };
+    }
+
+    private static void collect(FieldSpec f, String path, Map<String, String> out) {
+        if (f.fields() != null) {
+            f.fields().forEach(c -> collect(c, path.isEmpty() ? c.name() : path + "." + c.name(), out));
+        } else if (f.description() != null && path.contains(".")) { // picocli also looks options up by name: "model" is not a key
+            out.put(path, f.description() + (f.defaultValue() != null ? " (default: ${DEFAULT-VALUE})" : ""));
+        }
+    }
+
+    /**
+     * Checks the keyed options' values against their declarations, as the server checks a job spec: a refused value
+     * is an error naming the option ({@code --bits: must be between 2 and 8, got 9}).
+     */
+    static void check(CommandSpec command) {
+        ObjectNode doc = JsonNodeFactory.instance.objectNode();
+        doc.put("model", "/model");
+        Map<String, String> flags = new LinkedHashMap<>();
+        for (OptionSpec o : command.options()) {
+            if (field(o) == null || o.getValue() == null) {
+                continue;
+            }
+            String[] path = o.descriptionKey().split("\\.");
+            ObjectNode at = doc;
+            for (int i = 0; i < path.length - 1; i++) {
+                at = at.has(path[i]) ? (ObjectNode) at.get(path[i]) : at.putObject(path[i]);
+            }
+            at.set(path[path.length - 1], Json.MAPPER.valueToTree(o.getValue()));
+            flags.put(o.descriptionKey(), o.longestName());
+        }
+        try {
+            JobSpecSchema.validate(doc);
+        } catch (InvalidJobSpecException e) {
+            List<String> mine = new ArrayList<>();
+            for (Problem p : e.problems()) {
+                String flag = flags.get(p.path());
+                if (flag != null) {
+                    mine.add(flag + ": " + p.message());
+                }
+            }
+            if (!mine.isEmpty()) {
+                throw new IllegalArgumentException(String.join("; ", mine));
+            }
+        }
+    }
+
+    private static FieldSpec field(ArgSpec arg) {
+        String key = arg.descriptionKey();
+        return key == null || key.isEmpty() ? null : JobSpecSchema.field(key);
+    }
+}
