@@ -164,7 +164,7 @@ class JobSpecTest {
         Capabilities caps = new Capabilities(Set.of(Stage.QUANTIZE, Stage.EXPORT, Stage.COMPILE, Stage.SIGN),
                 Set.of("rtn", "gptq"), Set.of("ort-qnn"), Set.of("ort-cpu"));
         JobSpec spec = JobSpecReader.read("{\"model\": {\"path\": \"a\"}, \"stages\": [\"finetune\", \"merge\", \"quantize\", \"export\", \"compile\"],"
-                + " \"finetune\": {\"data\": \"d\"}, \"compile\": {\"target\": \"qnn-context-binary\"}}");
+                + " \"finetune\": {\"data\": \"d\"}, \"quantize\": {\"method\": \"awq\"}, \"compile\": {\"target\": \"qnn-context-binary\"}}");
         String all = caps.check(spec).toString();
         assertTrue(all.contains("stage 'finetune' cannot run here"), all);
         assertTrue(all.contains("method 'awq' is not available"), all);
