@@ -7,6 +7,7 @@ import dev.hexforge.contracts.Stage;
 import dev.hexforge.eval.DeviceReference;
 import dev.hexforge.forward.DecoderForward;
 import dev.hexforge.forward.DecoderWeights;
+import dev.hexforge.memory.MemoryPlan;
 import dev.hexforge.onnx.export.DecoderExporter;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.export.ExportOptions;
@@ -86,6 +87,7 @@ public final class ExportPass {
         List<String> warnings = new ArrayList<>();
         Map<String, Object> report = new LinkedHashMap<>();
         try (Checkpoint ckpt = Checkpoint.open(model)) {
+            MemoryPlan.require(MemoryPlan.streaming(Stage.EXPORT, ckpt.config()));
             warnings.addAll(ckpt.warnings());
             DecoderWeights weights = referenceWeights(ckpt, warnings);
             if (!QuantizedCheckpoint.isQuantized(model)) {

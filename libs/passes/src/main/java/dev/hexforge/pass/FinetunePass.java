@@ -4,6 +4,7 @@ import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.io.Folders;
+import dev.hexforge.memory.MemoryPlan;
 import dev.hexforge.lora.data.DataReport;
 import dev.hexforge.lora.data.DatasetReader;
 import dev.hexforge.lora.data.EncodedExample;
@@ -52,6 +53,7 @@ public final class FinetunePass {
                 throw new IllegalArgumentException("finetune.maxLength: " + o.maxLength() + " is longer than the model's context ("
                         + ckpt.config().maxPositionEmbeddings() + " positions, max_position_embeddings)");
             }
+            MemoryPlan.require(MemoryPlan.finetune(ckpt.config(), o.batchSize(), o.maxLength()));
             DecoderWeights base = DecoderWeights.load(ckpt);
             ExampleEncoder enc = new ExampleEncoder(tok, o.maxLength());
             ExampleEncoder.Encoded all = enc.encode(DatasetReader.read(in.data()));

@@ -1,8 +1,10 @@
 package dev.hexforge.pass;
 
 import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.contracts.Stage;
 import dev.hexforge.lora.LoraAdapter;
 import dev.hexforge.lora.LoraMerge;
+import dev.hexforge.memory.MemoryPlan;
 
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -21,6 +23,7 @@ public final class MergePass {
     public static Result run(Path base, Path adapter, Path out) {
         long t0 = System.nanoTime();
         try (Checkpoint ckpt = Checkpoint.open(base)) {
+            MemoryPlan.require(MemoryPlan.streaming(Stage.MERGE, ckpt.config()));
             LoraAdapter a = LoraAdapter.read(adapter, ckpt.config());
             LoraMerge.merge(ckpt, a, out);
             Map<String, Object> report = new LinkedHashMap<>();

@@ -2,6 +2,7 @@ package dev.hexforge.pass;
 
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.contracts.JobSpec;
+import dev.hexforge.memory.MemoryPlan;
 import dev.hexforge.progress.Progress;
 import dev.hexforge.quant.QuantSpec;
 import dev.hexforge.quant.QuantizationReport;
@@ -56,6 +57,9 @@ public final class QuantizePass {
     /** Quantizes {@code model} into {@code out}: the report, and the checkpoint when the gate passed. */
     public static Result run(Path model, QuantizeOptions options, Path out, Progress progress) {
         try (Checkpoint ckpt = Checkpoint.open(model)) {
+            QuantizeOptions.Calibration cal = options.calibration();
+            MemoryPlan.require(MemoryPlan.quantize(ckpt.config(), options.method(), cal == null ? 0 : cal.samples(),
+                    cal == null ? 0 : cal.length()));
             QuantizePipeline.Result r = QuantizePipeline.run(ckpt, options, out, progress);
             return new Result(r.report(), r.checkpoint());
         }

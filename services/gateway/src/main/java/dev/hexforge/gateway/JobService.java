@@ -39,9 +39,14 @@ public class JobService {
     /** Artifact kinds that are Hugging Face model folders, so a job can start from them. */
     private static final java.util.Set<String> MODEL_KINDS = java.util.Set.of("hf-model", "quantized-checkpoint");
 
+    /** The heap of the smallest stage service (hexforge.worker-memory), 0 when the deployment does not say. */
+    private final long workerMemory;
+
     JobService(JobRepository jobs, AttemptRepository attempts, OutboxRepository outbox, Capabilities capabilities,
                UploadRepository uploads, OutboxRelay relay, DeviceService devices, dev.hexforge.contracts.InputPolicy policy,
-               ArtifactServiceClient artifacts, @org.springframework.beans.factory.annotation.Value("${hexforge.limits.max-sequence:2048}") int maxSequence) {
+               ArtifactServiceClient artifacts, @org.springframework.beans.factory.annotation.Value("${hexforge.limits.max-sequence:2048}") int maxSequence,
+               @org.springframework.beans.factory.annotation.Value("${hexforge.worker-memory:0B}") org.springframework.util.unit.DataSize workerMemory) {
+        this.workerMemory = workerMemory.toBytes();
         this.policy = policy;
         this.artifacts = artifacts;
         this.maxSequence = maxSequence;
@@ -84,6 +89,9 @@ public class JobService {
                         .map(u -> fileRef(field, u)).ifPresent(inputs::add);
             }
         });
+        if (problems.isEmpty() && spec.model().path() != null && workerMemory > 0) {
+            checkMemory(spec, policy.resolve("model.path", spec.model().path(), true), problems);
+        }
         if (!problems.isEmpty()) {
             throw new dev.hexforge.contracts.InvalidJobSpecException(problems);
         }
@@ -188,6 +196,25 @@ public class JobService {
             }
         });
         return out;
+    }
+
+    /**
+     * A job whose model no stage service can hold is refused now, with the estimate, rather than failing with
+     * OUT_OF_MEMORY after it waited its turn (the stage refuses it too, before its work, for inputs read only there).
+     */
+    private void checkMemory(JobSpec spec, java.nio.file.Path folder, List<dev.hexforge.contracts.Problem> problems) {
+        dev.hexforge.checkpoint.ModelConfig config;
+        try {
+            config = dev.hexforge.checkpoint.ModelConfig.read(folder);
+        } catch (RuntimeException e) { // an unreadable config fails the first stage with MODEL_INVALID and its message
+            return;
+        }
+        for (dev.hexforge.memory.MemoryPlan.Estimate e : dev.hexforge.memory.MemoryPlan.forJob(spec, config)) {
+            if (e.heap() > workerMemory) {
+                problems.add(new dev.hexforge.contracts.Problem(e.stage().id(), e.describe() + "; this fleet's stage services can have "
+                        + dev.hexforge.memory.MemoryPlan.gb(workerMemory) + " (hexforge.worker-memory)"));
+            }
+        }
     }
 
     /** Sequence lengths this deployment allows (attention memory grows with their square), and the model's own limits. */

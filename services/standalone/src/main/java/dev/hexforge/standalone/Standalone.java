@@ -116,6 +116,8 @@ public final class Standalone implements AutoCloseable {
             ConfigurableApplicationContext gateway = new SpringApplicationBuilder(GatewayApplication.class).run(kafka,
                     "--hexforge.stages=" + STAGES, "--hexforge.compile-targets=" + compileTargets(),
                     "--hexforge.bootstrap-token-file=" + tokenFile(home),
+                    // every stage runs in this JVM, so a job needing more than its heap is refused at submission
+                    "--hexforge.worker-memory=" + Runtime.getRuntime().maxMemory() + "B",
                     "--hexforge.examples.model-path=" + StandaloneMain.hexforgeHome().resolve("fixtures/qwen2-tiny").toAbsolutePath().normalize(),
                     "--hexforge.examples.finetune-data=" + StandaloneMain.hexforgeHome().resolve("fixtures/lora-task/train.json").toAbsolutePath().normalize(),
                     "--server.port=" + gatewayPort, db[0], db[1], db[2], internal, s3, "--hexforge.s3.secret-key=" + secret,
