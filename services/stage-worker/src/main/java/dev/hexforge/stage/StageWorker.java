@@ -118,11 +118,14 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
             container().pause();
         }
         pool().execute(() -> {
+            boolean settled = false;
             try {
-                handle(payload);
+                settled = handle(payload);
             } finally {
                 Thread.interrupted(); // a cancellation's interrupt must not reach the next attempt on this thread
-                ack.acknowledge();
+                if (settled) { // else the request is delivered again after a restart: its result is re-emitted or re-made
+                    ack.acknowledge();
+                }
                 if (inFlight.decrementAndGet() < threads) {
                     container().resume();
                 }
@@ -188,7 +191,22 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
         return store;
     }
 
-    public void handle(String payload) {
+    /**
+     * Runs one request to its end and reports it. True when it is settled: its completed or failed event is with the
+     * broker (or there was nothing to report), so its offset may be committed; false when this worker was stopped
+     * before the broker took the event.
+     */
+    public boolean handle(String payload) {
+        try {
+            attempt(payload);
+            return true;
+        } catch (UndeliveredException e) {
+            LOG.warn("{}; the request will be delivered again", e.getMessage());
+            return false;
+        }
+    }
+
+    private void attempt(String payload) {
         StageEvents.StageRequest req;
         try {
             req = ContractsJson.read(payload, StageEvents.StageRequest.class);
@@ -201,7 +219,7 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
             java.util.Set<String> marks = store.keysUnder(ArtifactStore.attemptPrefix(req.attemptId())); // one round trip
             if (marks.contains(resultKey(req.attemptId()))) {
                 LOG.info("attempt {} already completed; re-emitting its result", req.attemptId());
-                send(req.jobId(), new String(store.getBytes(resultKey(req.attemptId())), StandardCharsets.UTF_8));
+                deliver(req.jobId(), new String(store.getBytes(resultKey(req.attemptId())), StandardCharsets.UTF_8));
                 return;
             }
             if (marks.contains(ArtifactStore.cancelledKey(req.attemptId()))) {
@@ -215,14 +233,16 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
             attempt.progress(0, startMessage(req), Map.of(), true);
             StageEvents.Completed done = run(attempt);
             attempt.checkCancelled();
-            send(req.jobId(), ContractsJson.write(done));
+            deliver(req.jobId(), ContractsJson.write(done));
             // kept for a redelivery (the offset is committed after this): a crash before it only means a re-run
             store.putJson(resultKey(req.attemptId()), ContractsJson.MAPPER.valueToTree(done));
+        } catch (UndeliveredException u) {
+            throw u;
         } catch (AttemptCancelledException c) {
             LOG.info("{} attempt {} stopped: the job was cancelled", stage.id(), req.attemptId());
         } catch (StageFailure f) {
             LOG.info("{} attempt {} failed: {}", stage.id(), req.attemptId(), f.getMessage());
-            send(req.jobId(), ContractsJson.write(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, req.jobId(),
+            deliver(req.jobId(), ContractsJson.write(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, req.jobId(),
                     req.attemptId(), stage, Instant.now(), f.error(), f.report())));
         } catch (Exception e) {
             AttemptImpl a = running.get(req.attemptId());
@@ -236,18 +256,18 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
             } else {
                 LOG.info("{} attempt {} failed: {}", stage.id(), req.attemptId(), e.getMessage());
             }
-            send(req.jobId(), ContractsJson.write(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, req.jobId(),
+            deliver(req.jobId(), ContractsJson.write(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, req.jobId(),
                     req.attemptId(), stage, Instant.now(), error, Map.of())));
         } catch (OutOfMemoryError e) {
             // what the attempt allocated is unreachable once this frame unwinds; the worker lives on for the next request
             LOG.warn("{} attempt {} ran out of memory", stage.id(), req.attemptId());
-            send(req.jobId(), ContractsJson.write(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, req.jobId(),
+            deliver(req.jobId(), ContractsJson.write(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, req.jobId(),
                     req.attemptId(), stage, Instant.now(), ErrorCode.OUT_OF_MEMORY.error(
                     "the " + stage.id() + " stage needed more memory than this service has (" + (Runtime.getRuntime().maxMemory() >> 20)
                             + " MB heap)"), Map.of())));
         } catch (Error e) {
             LOG.error("{} attempt {} failed with an error", stage.id(), req.attemptId(), e);
-            send(req.jobId(), ContractsJson.write(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, req.jobId(),
+            deliver(req.jobId(), ContractsJson.write(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, req.jobId(),
                     req.attemptId(), stage, Instant.now(), ErrorCode.INTERNAL.error(e.toString()), Map.of())));
         } finally {
             running.remove(req.attemptId());
@@ -323,11 +343,54 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
         }
     }
 
-    private void send(String key, String payload) {
+    /**
+     * A completed or failed event: sent again, 0.5 s to 10 s apart, until the broker has it, however long it is
+     * away, because the request's offset is committed only after it. Only a stop (shutdown) ends the tries, and then
+     * the offset stays uncommitted.
+     */
+    private void deliver(String key, String payload) {
+        long backoff = 500;
+        for (int tries = 1; ; tries++) {
+            if (Thread.currentThread().isInterrupted()) {
+                throw new UndeliveredException(stage.id() + " event for job " + key + " not delivered: the worker is stopping");
+            }
+            try {
+                kafka.send(Topics.STAGE_EVENTS, key, payload).get(30, TimeUnit.SECONDS);
+                if (tries > 1) {
+                    LOG.info("{} event for job {} delivered after {} tries", stage.id(), key, tries);
+                }
+                return;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (Exception e) {
+                if (tries == 1 || tries % 10 == 0) {
+                    LOG.warn("cannot report to {} (try {}): {}; trying again", Topics.STAGE_EVENTS, tries, e.getMessage());
+                }
+                try {
+                    Thread.sleep(backoff);
+                } catch (InterruptedException stop) {
+                    Thread.currentThread().interrupt();
+                }
+                backoff = Math.min(backoff * 2, 10_000);
+            }
+        }
+    }
+
+    /** Progress and heartbeats: a lost one is made good by the next, so a broker away for a moment fails no pass. */
+    private void tell(String key, String payload) {
         try {
             kafka.send(Topics.STAGE_EVENTS, key, payload).get(30, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         } catch (Exception e) {
-            throw new IllegalStateException("cannot report to " + Topics.STAGE_EVENTS + ": " + e.getMessage(), e);
+            LOG.warn("progress for job {} not reported: {}", key, e.getMessage());
+        }
+    }
+
+    /** A terminal event the broker did not take before this worker stopped. */
+    static final class UndeliveredException extends RuntimeException {
+        UndeliveredException(String message) {
+            super(message);
         }
     }
 
@@ -368,7 +431,7 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
 
         private void emit(double percent, String message, Map<String, Double> metrics) {
             lastSent = System.nanoTime();
-            send(req.jobId(), ContractsJson.write(new StageEvents.Progress(StageEvents.SCHEMA_VERSION, req.jobId(),
+            tell(req.jobId(), ContractsJson.write(new StageEvents.Progress(StageEvents.SCHEMA_VERSION, req.jobId(),
                     req.attemptId(), stage, Instant.now(), percent, message, metrics)));
         }
 

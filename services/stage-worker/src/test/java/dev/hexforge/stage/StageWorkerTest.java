@@ -47,6 +47,26 @@ class StageWorkerTest {
         }
     }
 
+    /** A broker that refuses the first {@code failures} events (or all, with -1), then takes them. */
+    static final class FlakyEvents extends KafkaTemplate<String, String> {
+        final List<String> sent = new CopyOnWriteArrayList<>();
+        final java.util.concurrent.atomic.AtomicInteger failures;
+
+        FlakyEvents(int failures) {
+            super(new DefaultKafkaProducerFactory<>(Map.of()));
+            this.failures = new java.util.concurrent.atomic.AtomicInteger(failures);
+        }
+
+        @Override
+        public CompletableFuture<SendResult<String, String>> send(String topic, String key, String data) {
+            if (failures.get() < 0 || failures.getAndDecrement() > 0) {
+                return CompletableFuture.failedFuture(new org.apache.kafka.common.errors.TimeoutException("broker away"));
+            }
+            sent.add(data);
+            return CompletableFuture.completedFuture(null);
+        }
+    }
+
     /** A pass that runs out of memory on its first attempt and stores an output on the next. */
     static final class OutOfMemoryOnce extends StageWorker {
         int runs;
@@ -110,5 +130,31 @@ class StageWorkerTest {
         assertEquals("give --input_dim ids 1,128", own.hint(), "a thrower's own hint wins over the code's");
         assertEquals("BAD_REQUEST", worker.triage(new IllegalArgumentException("finetune.maxLength: too long")).code());
         assertEquals("INTERNAL", worker.triage(new IllegalStateException("a bug")).code());
+    }
+
+    @Test
+    void aCompletedEventIsSentAgainUntilTheBrokerTakesItAndOnlyThenIsTheRequestSettled() throws Exception {
+        try (EmbeddedS3 s3 = EmbeddedS3.start(dir.resolve("s3"), EmbeddedInfra.Ports.free(), "hexforge", "secret-key-123")) {
+            ArtifactStore store = new ArtifactStore(s3.endpoint(), "hexforge", "secret-key-123");
+            FlakyEvents kafka = new FlakyEvents(3); // the start progress (lost, harmlessly) and two tries of the completed event
+            OutOfMemoryOnce worker = new OutOfMemoryOnce(kafka, store, dir.resolve("work"));
+            worker.runs = 1; // straight to a stored output
+            assertTrue(worker.handle(request(UUID.randomUUID().toString())), "settled once the broker took the event");
+            JsonNode completed = ContractsJson.MAPPER.readTree(kafka.sent.get(kafka.sent.size() - 1));
+            assertEquals("completed", completed.path("type").asText(), kafka.sent.toString());
+
+            FlakyEvents down = new FlakyEvents(-1); // the broker never comes back before the service stops
+            OutOfMemoryOnce stopping = new OutOfMemoryOnce(down, store, dir.resolve("work2"));
+            stopping.runs = 1;
+            java.util.concurrent.atomic.AtomicBoolean settled = new java.util.concurrent.atomic.AtomicBoolean(true);
+            Thread t = new Thread(() -> settled.set(stopping.handle(request(UUID.randomUUID().toString()))));
+            t.start();
+            Thread.sleep(1500);
+            assertTrue(t.isAlive(), "still trying while the broker is away");
+            t.interrupt(); // the service shuts down
+            t.join(10_000);
+            assertFalse(settled.get(), "not settled: the offset stays uncommitted and the request comes again");
+            assertTrue(down.sent.isEmpty());
+        }
     }
 }
