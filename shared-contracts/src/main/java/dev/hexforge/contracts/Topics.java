@@ -13,6 +13,12 @@ public final class Topics {
 
     /** Control messages every stage service instance receives (each in its own group): cancellations. */
     public static final String CONTROL = "hexforge.control.v1";
+    /**
+     * The completed events the gateway accepted (the current attempt of a running job), written in the transaction
+     * that applies them: the artifact catalogue registers outputs from these only, so a superseded attempt that
+     * finishes late, or a redelivered one, adds nothing the job does not own.
+     */
+    public static final String ACCEPTED_OUTPUTS = "hexforge.accepted-outputs.v1";
 
     private Topics() {
     }

@@ -43,6 +43,62 @@ class Catalogue {
                 .sorted(java.util.Comparator.comparing(ArtifactStore.Entry::path)).toList();
     }
 
+    /** What signing a stored folder gave: its OMS root digest, the key, whether it has provenance, its files. */
+    record Signed(String rootDigest, String keyHint, boolean provenance, int fileCount, long size, String signatureKey) {
+    }
+
+    /**
+     * Signs a stored folder with the current key, once per content and key (the signature object is kept beside
+     * the content); no catalogue row yet: that waits for the gateway to accept the attempt.
+     */
+    public Signed sign(StageEvents.ArtifactRef ref) {
+        List<ArtifactStore.Entry> files = signedFiles(store.manifest(ref.sha256()));
+        Manifest manifest = new Manifest(files.stream().map(e -> new Manifest.Entry(e.path(), e.sha256())).toList());
+        String hint = keys.currentHint();
+        String sigKey = signatureKey(ref.sha256(), hint);
+        if (!signed(sigKey)) {
+            store.putBytes(sigKey, ModelSignature.signManifest(ref.kind() + "-" + ref.sha256().substring(0, 12), manifest,
+                    keys.signing()), "application/json");
+        }
+        return new Signed(manifest.rootDigest(), hint, files.stream().anyMatch(e -> e.path().equals(dev.hexforge.signing.Provenance.FILE)),
+                files.size(), files.stream().mapToLong(ArtifactStore.Entry::size).sum(), sigKey);
+    }
+
+    /** A catalogued row's signing facts. */
+    Signed signed(ArtifactEntity a) {
+        return new Signed(a.rootDigest, a.keyHint, a.provenance, a.fileCount, a.size, a.signatureKey);
+    }
+
+    private boolean signed(String sigKey) {
+        try {
+            return store.exists(sigKey);
+        } catch (Exception e) {
+            throw new ArtifactStore.StoreException("checking " + sigKey + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Waits (up to {@code timeout}) until the gateway's acceptance of these artifacts has been catalogued: a stage
+     * is dispatched in the transaction that accepts the one before, so its request can arrive first.
+     */
+    public boolean awaitCatalogued(List<StageEvents.ArtifactRef> refs, java.time.Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            if (refs.stream().allMatch(r -> repo.existsById(UUID.fromString(r.id())))) {
+                return true;
+            }
+            if (System.nanoTime() > deadline) {
+                return false;
+            }
+            try {
+                Thread.sleep(100);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+        }
+    }
+
     @Transactional
     public ArtifactEntity register(String tenant, String jobId, String attemptId, String stage, StageEvents.ArtifactRef ref) {
         UUID id = UUID.fromString(StageEvents.artifactId(attemptId, ref.sha256()));
@@ -50,12 +106,7 @@ class Catalogue {
         if (existing != null) {
             return existing;
         }
-        List<ArtifactStore.Entry> files = signedFiles(store.manifest(ref.sha256()));
-        Manifest manifest = new Manifest(files.stream().map(e -> new Manifest.Entry(e.path(), e.sha256())).toList());
-        String hint = keys.currentHint();
-        String sigKey = signatureKey(ref.sha256(), hint);
-        store.putBytes(sigKey, ModelSignature.signManifest(ref.kind() + "-" + ref.sha256().substring(0, 12), manifest,
-                keys.signing()), "application/json");
+        Signed signed = sign(ref);
         ArtifactEntity a = new ArtifactEntity();
         a.id = id;
         a.tenant = tenant;
@@ -64,12 +115,12 @@ class Catalogue {
         a.stage = stage;
         a.kind = ref.kind();
         a.sha256 = ref.sha256();
-        a.size = files.stream().mapToLong(ArtifactStore.Entry::size).sum();
-        a.fileCount = files.size();
-        a.rootDigest = manifest.rootDigest();
-        a.signatureKey = sigKey;
-        a.keyHint = hint;
-        a.provenance = files.stream().anyMatch(e -> e.path().equals(dev.hexforge.signing.Provenance.FILE));
+        a.size = signed.size();
+        a.fileCount = signed.fileCount();
+        a.rootDigest = signed.rootDigest();
+        a.signatureKey = signed.signatureKey();
+        a.keyHint = signed.keyHint();
+        a.provenance = signed.provenance();
         a.createdAt = Instant.now();
         repo.save(a);
         LOG.info("artifact {} ({} of job {}, {} files, {} bytes) catalogued and signed", a.id, a.kind, jobId, a.fileCount, a.size);

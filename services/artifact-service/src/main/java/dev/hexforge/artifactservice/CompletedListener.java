@@ -8,7 +8,10 @@ import org.slf4j.LoggerFactory;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.stereotype.Component;
 
-/** Catalogues the outputs of every completed stage attempt, in its own consumer group beside the gateway's. */
+/**
+ * Catalogues the outputs of the completed attempts the gateway accepted ({@link Topics#ACCEPTED_OUTPUTS}); an
+ * attempt the gateway did not accept (superseded, fenced, redelivered) is never catalogued.
+ */
 @Component
 class CompletedListener {
     private static final Logger LOG = LoggerFactory.getLogger(CompletedListener.class);
@@ -18,7 +21,7 @@ class CompletedListener {
         this.catalogue = catalogue;
     }
 
-    @KafkaListener(topics = Topics.STAGE_EVENTS, groupId = "hexforge-artifact-service")
+    @KafkaListener(topics = Topics.ACCEPTED_OUTPUTS, groupId = "hexforge-artifact-service")
     void onEvent(String payload) {
         StageEvents.Event e;
         try {

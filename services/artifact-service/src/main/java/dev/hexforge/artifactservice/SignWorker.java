@@ -33,6 +33,7 @@ import java.util.UUID;
  */
 @Component
 class SignWorker extends StageWorker {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(SignWorker.class);
     private final Catalogue catalogue;
     private final ArtifactRepository artifacts;
     private final SigningKeys keys;
@@ -76,13 +77,17 @@ class SignWorker extends StageWorker {
             outputs.add(a.storeOutput(signed, in.kind()));
         }
         List<Map<String, Object>> rows = new ArrayList<>();
+        // a job's signed outputs are catalogued before its completion is reported, so they can be downloaded the moment
+        // the job completes; an attempt the gateway fenced off meanwhile (superseded) is signed but not catalogued
+        boolean fenced = store().keysUnder(ArtifactStore.attemptPrefix(req.attemptId())).contains(ArtifactStore.cancelledKey(req.attemptId()));
         for (StageEvents.ArtifactRef out : outputs) {
-            ArtifactEntity row = catalogue.register(req.tenant(), req.jobId(), req.attemptId(), Stage.SIGN.id(), out);
+            Catalogue.Signed signed = fenced ? catalogue.sign(out)
+                    : catalogue.signed(catalogue.register(req.tenant(), req.jobId(), req.attemptId(), Stage.SIGN.id(), out));
             Map<String, Object> r = new LinkedHashMap<>();
-            r.put("rootDigest", row.rootDigest);
-            r.put("keyHint", row.keyHint);
-            r.put("provenance", row.provenance);
-            r.put("files", row.fileCount);
+            r.put("rootDigest", signed.rootDigest());
+            r.put("keyHint", signed.keyHint());
+            r.put("provenance", signed.provenance());
+            r.put("files", signed.fileCount());
             rows.add(r);
         }
         Map<String, Object> report = new LinkedHashMap<>(rows.get(0)); // the first output's, as before; every one's below
@@ -99,6 +104,10 @@ class SignWorker extends StageWorker {
      */
     private Provenance.Facts facts(Attempt a, Path folder, boolean built) {
         StageEvents.StageRequest req = a.request();
+        List<StageEvents.ArtifactRef> before = req.inputs().stream().filter(i -> !StageEvents.isJobInput(i.kind())).toList();
+        if (!catalogue.awaitCatalogued(before, Duration.ofSeconds(30))) {
+            LOG.warn("sign attempt {}: the outputs of the stage before are not catalogued yet; the provenance names what is", req.attemptId());
+        }
         List<ArtifactEntity> earlier = artifacts.findByJobIdOrderByCreatedAtAsc(UUID.fromString(req.jobId()));
         JobSpec spec = req.spec();
         Map<String, String> materials = new LinkedHashMap<>();

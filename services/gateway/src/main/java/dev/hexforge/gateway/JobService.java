@@ -321,6 +321,15 @@ public class JobService {
                 a.metrics = ContractsJson.write(latest);
             }
         } else if (e instanceof StageEvents.Completed c) {
+            if (c.outputs() != null && !c.outputs().isEmpty()) { // for the catalogue, in this transaction
+                OutboxEntity accepted = new OutboxEntity();
+                accepted.topic = Topics.ACCEPTED_OUTPUTS;
+                accepted.messageKey = j.id.toString();
+                accepted.payload = ContractsJson.write(c);
+                accepted.createdAt = now;
+                outbox.save(accepted);
+                relay.afterCommit();
+            }
             a.state = AttemptEntity.State.COMPLETED;
             a.workerFinishedAt = c.at();
             a.progress = 100;

@@ -633,6 +633,30 @@ class FleetIntegrationTest {
     }
 
     @Test
+    void onlyTheAttemptTheGatewayAcceptedIsCatalogued() throws Exception {
+        String id = call("POST", base, "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [export]\nexport:\n  variant: dynamic\n",
+                "application/yaml", "acme").body().path("id").asText();
+        JsonNode job = awaitState(id, "acme", "completed", "failed");
+        String list = base.replace("/jobs", "/artifacts?job=") + id;
+        awaitArtifacts(list, 1); // the accepted export's output
+        JsonNode out = job.path("stages").get(0).path("outputs").get(0);
+        // a late completion of an attempt the gateway never accepted (superseded, or redelivered), with real stored output
+        String late = java.util.UUID.randomUUID().toString();
+        String sha = out.path("sha256").asText();
+        String event = "{\"type\": \"completed\", \"schemaVersion\": 1, \"jobId\": \"" + id + "\", \"attemptId\": \"" + late
+                + "\", \"tenant\": \"acme\", \"stage\": \"EXPORT\", \"at\": \"" + java.time.Instant.now() + "\", \"outputs\": [{\"id\": \""
+                + dev.hexforge.contracts.StageEvents.artifactId(late, sha) + "\", \"kind\": \"onnx-dynamic\", \"sha256\": \"" + sha
+                + "\", \"size\": " + out.path("size").asLong() + ", \"key\": \"" + ArtifactStore.key(sha) + "\"}], \"report\": {}}";
+        @SuppressWarnings("unchecked")
+        org.springframework.kafka.core.KafkaTemplate<String, String> kafka = gateway.getBean(org.springframework.kafka.core.KafkaTemplate.class);
+        kafka.send(dev.hexforge.contracts.Topics.STAGE_EVENTS, id, event).get();
+        Thread.sleep(3000);
+        JsonNode after = call("GET", list, null, null, "acme").body();
+        assertEquals(1, after.path("total").asInt(), "the late attempt's output is not catalogued: " + after);
+        assertEquals("completed", call("GET", base + "/" + id, null, null, "acme").body().path("state").asText());
+    }
+
+    @Test
     void aTransitionMadeOnAStaleCopyOfAJobFailsInsteadOfOverwriting() throws Exception {
         String id = call("POST", base, "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [sign]\nsign:\n  provenance: false\n",
                 "application/yaml", "acme").body().path("id").asText();
