@@ -78,7 +78,13 @@ public final class RunnerLoop implements Runnable, AutoCloseable {
             if (r.status() == 204 || stopped) {
                 continue;
             }
-            JsonNode task = gateway.ok(r);
+            JsonNode task;
+            try {
+                task = gateway.ok(r);
+            } catch (RuntimeException e) { // the gateway unavailable (503) or failing: ask again in a moment, never give up
+                sleep(2000);
+                continue;
+            }
             Map<String, Object> outcome = execute(task);
             try {
                 gateway.send("POST", "/api/v1/runner/tasks/" + task.path("taskId").asText() + "/result", write(outcome), "application/json");

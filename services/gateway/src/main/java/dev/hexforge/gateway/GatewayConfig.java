@@ -71,6 +71,37 @@ class GatewayConfig {
         return dev.hexforge.web.RequestFirewall.registration();
     }
 
+    /**
+     * The periodic tasks (outbox relay, stall and lease watches) run every second or two: while the database is away
+     * each run fails the same way, so that is said as one warning a minute, not as a stack trace a second. Any other
+     * failure of a task is logged with its trace.
+     */
+    @Bean
+    org.springframework.boot.task.ThreadPoolTaskSchedulerCustomizer quietWhileAway() {
+        java.util.concurrent.atomic.AtomicLong lastWarning = new java.util.concurrent.atomic.AtomicLong(System.nanoTime() - 61_000_000_000L);
+        return scheduler -> scheduler.setErrorHandler(t -> {
+            java.util.Optional<String> what = UnavailableFilter.dependencyAway(t);
+            if (what.isPresent()) {
+                long now = System.nanoTime();
+                long last = lastWarning.get();
+                if (now - last > 60_000_000_000L && lastWarning.compareAndSet(last, now)) {
+                    LOG.warn("{} is unavailable; the periodic tasks wait for it (API requests answer 503 meanwhile)", what.get());
+                }
+                return;
+            }
+            LOG.error("a periodic task failed", t);
+        });
+    }
+
+    /** Right after the firewall: a dependency away is a 503 with Retry-After, for the token check's reads too. */
+    @Bean
+    org.springframework.boot.web.servlet.FilterRegistrationBean<UnavailableFilter> unavailableFilter() {
+        org.springframework.boot.web.servlet.FilterRegistrationBean<UnavailableFilter> f =
+                new org.springframework.boot.web.servlet.FilterRegistrationBean<>(new UnavailableFilter());
+        f.setOrder(dev.hexforge.web.RequestFirewall.ORDER + 1);
+        return f;
+    }
+
     /** The server folders a job may name as inputs (none unless the operator lists them); stage services check again. */
     @Bean
     dev.hexforge.contracts.InputPolicy inputPolicy(@Value("${hexforge.input-roots:}") String roots,

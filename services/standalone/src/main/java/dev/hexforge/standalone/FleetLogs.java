@@ -53,6 +53,10 @@ final class FleetLogs {
         ctx.getLogger("dev.hexforge").setLevel(Level.INFO);
         ctx.getLogger("ai.djl.util.cuda").setLevel(Level.ERROR); // DJL's CUDA probe warns on every machine without a GPU
         ctx.getLogger("org.springdoc.core.events").setLevel(Level.ERROR);
+        // Tomcat and others log through java.util.logging, which Spring Boot would have bridged: bridge it here
+        org.slf4j.bridge.SLF4JBridgeHandler.removeHandlersForRootLogger();
+        org.slf4j.bridge.SLF4JBridgeHandler.install();
+        java.util.logging.Logger.getLogger("").setLevel(java.util.logging.Level.INFO);
         return file;
     }
 

@@ -1,0 +1,86 @@
+package dev.hexforge.gateway;
+
+import jakarta.servlet.FilterChain;
+import jakarta.servlet.ServletException;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.web.filter.OncePerRequestFilter;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.Optional;
+
+/**
+ * A request that failed because a dependency is away (PostgreSQL, the object store) is answered 503 with
+ * {@code Retry-After}, naming what is away, instead of a 500: clients can act on it (wait and retry), and nothing
+ * was half-written (the transaction rolled back). The connection pool gives up after
+ * {@code spring.datasource.hikari.connection-timeout} (1 s), so the answer comes within about a second. It wraps
+ * every filter after the firewall, the token check (which reads the database) included.
+ */
+class UnavailableFilter extends OncePerRequestFilter {
+    private static final Logger LOG = LoggerFactory.getLogger(UnavailableFilter.class);
+    static final int RETRY_AFTER_SECONDS = 5;
+
+    /** A device's long poll finishes on an async dispatch: that one too. */
+    @Override
+    protected boolean shouldNotFilterAsyncDispatch() {
+        return false;
+    }
+
+    @Override
+    protected void doFilterInternal(HttpServletRequest req, HttpServletResponse res, FilterChain chain) throws ServletException, IOException {
+        try {
+            chain.doFilter(req, res);
+        } catch (ServletException | RuntimeException e) {
+            Optional<String> away = dependencyAway(e);
+            if (away.isEmpty() || res.isCommitted()) {
+                throw e;
+            }
+            LOG.warn("{} {}: {} is unavailable ({})", req.getMethod(), req.getRequestURI(), away.get(), rootMessage(e));
+            byte[] body = ("{\"status\": 503, \"error\": \"" + away.get() + " is unavailable; try again in a few seconds\"}")
+                    .getBytes(StandardCharsets.UTF_8);
+            res.resetBuffer();
+            res.setStatus(HttpServletResponse.SC_SERVICE_UNAVAILABLE);
+            res.setHeader("Retry-After", String.valueOf(RETRY_AFTER_SECONDS));
+            res.setContentType("application/json");
+            res.setContentLength(body.length);
+            res.getOutputStream().write(body);
+        }
+    }
+
+    /** What is away, when the failure (anywhere in its causes) is a dependency that cannot be reached. */
+    static Optional<String> dependencyAway(Throwable e) {
+        boolean sql = false;
+        boolean network = false;
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof java.sql.SQLTransientConnectionException || t instanceof org.springframework.transaction.CannotCreateTransactionException
+                    || t instanceof org.springframework.dao.DataAccessResourceFailureException
+                    || t instanceof org.hibernate.exception.JDBCConnectionException
+                    || t instanceof java.sql.SQLException s && (s.getSQLState() != null && s.getSQLState().startsWith("08")
+                    || "Connection is closed".equals(s.getMessage()))) { // Hikari's word for a connection the database dropped
+                return Optional.of("the database");
+            }
+            if (t instanceof dev.hexforge.store.ArtifactStore.StoreException && rootCause(t) instanceof java.net.ConnectException) {
+                return Optional.of("the object store");
+            }
+            sql |= t instanceof java.sql.SQLException || t instanceof org.springframework.dao.DataAccessException;
+            network |= t instanceof java.net.SocketException;
+        }
+        return sql && network ? Optional.of("the database") : Optional.empty();
+    }
+
+    private static Throwable rootCause(Throwable e) {
+        Throwable t = e;
+        while (t.getCause() != null && t.getCause() != t) {
+            t = t.getCause();
+        }
+        return t;
+    }
+
+    private static String rootMessage(Throwable e) {
+        Throwable t = rootCause(e);
+        return t.getMessage() == null ? t.getClass().getSimpleName() : t.getMessage();
+    }
+}
