@@ -23,6 +23,18 @@ public final class Topics {
     private Topics() {
     }
 
+    /**
+     * The consumer group of a stage's request listeners: one per stage service, so its replicas share the requests
+     * (finetune and merge run in the finetune service, sign in the artifact service).
+     */
+    public static String requestGroup(Stage stage) {
+        return switch (stage) {
+            case FINETUNE, MERGE -> "hexforge-finetune-service";
+            case SIGN -> "hexforge-artifact-service-sign";
+            default -> "hexforge-" + stage.id() + "-service";
+        };
+    }
+
     /** Requests for one stage, consumed by that stage's service in a consumer group. */
     public static String requests(Stage stage) {
         return "hexforge.stage." + stage.id() + ".requests.v1";

@@ -8,13 +8,10 @@ import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.pass.SignPass;
 import dev.hexforge.signing.Provenance;
 import dev.hexforge.stage.Attempt;
-import dev.hexforge.stage.StageServiceConfig;
 import dev.hexforge.stage.StageWorker;
 import dev.hexforge.store.ArtifactStore;
 import org.springframework.beans.factory.annotation.Value;
-import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.core.KafkaTemplate;
-import org.springframework.kafka.support.Acknowledgment;
 import org.springframework.stereotype.Component;
 
 import java.nio.file.Path;
@@ -44,12 +41,6 @@ class SignWorker extends StageWorker {
         this.catalogue = catalogue;
         this.artifacts = artifacts;
         this.keys = keys;
-    }
-
-    @KafkaListener(id = "sign-requests", topics = "hexforge.stage.sign.requests.v1", groupId = "hexforge-artifact-service-sign",
-            containerFactory = StageServiceConfig.STAGE_REQUESTS)
-    void onRequest(String payload, Acknowledgment ack) {
-        submit(payload, ack);
     }
 
     @Override

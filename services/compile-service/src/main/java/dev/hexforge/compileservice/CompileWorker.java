@@ -4,13 +4,10 @@ import dev.hexforge.contracts.Stage;
 import dev.hexforge.pass.CompilePass;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.stage.Attempt;
-import dev.hexforge.stage.StageServiceConfig;
 import dev.hexforge.stage.StageWorker;
 import dev.hexforge.store.ArtifactStore;
 import org.springframework.beans.factory.annotation.Value;
-import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.core.KafkaTemplate;
-import org.springframework.kafka.support.Acknowledgment;
 import org.springframework.stereotype.Component;
 
 import java.nio.file.Path;
@@ -27,12 +24,6 @@ class CompileWorker extends StageWorker {
                   @Value("${hexforge.qnn-sdk-root:}") String sdkRoot) {
         super(Stage.COMPILE, kafka, store, work, Duration.ofSeconds(5));
         this.sdkRoot = sdkRoot;
-    }
-
-    @KafkaListener(id = "compile-requests", topics = "hexforge.stage.compile.requests.v1", groupId = "hexforge-compile-service",
-            containerFactory = StageServiceConfig.STAGE_REQUESTS)
-    void onRequest(String payload, Acknowledgment ack) {
-        submit(payload, ack);
     }
 
     @Override

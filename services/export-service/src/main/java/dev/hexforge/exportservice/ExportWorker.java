@@ -4,13 +4,10 @@ import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.pass.ExportPass;
 import dev.hexforge.stage.Attempt;
-import dev.hexforge.stage.StageServiceConfig;
 import dev.hexforge.stage.StageWorker;
 import dev.hexforge.store.ArtifactStore;
 import org.springframework.beans.factory.annotation.Value;
-import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.core.KafkaTemplate;
-import org.springframework.kafka.support.Acknowledgment;
 import org.springframework.stereotype.Component;
 
 import java.nio.file.Path;
@@ -23,12 +20,6 @@ class ExportWorker extends StageWorker {
 
     ExportWorker(KafkaTemplate<String, String> kafka, ArtifactStore store, @Value("${hexforge.work-dir}") Path work) {
         super(Stage.EXPORT, kafka, store, work, Duration.ofSeconds(5));
-    }
-
-    @KafkaListener(id = "export-requests", topics = "hexforge.stage.export.requests.v1", groupId = "hexforge-export-service",
-            containerFactory = StageServiceConfig.STAGE_REQUESTS)
-    void onRequest(String payload, Acknowledgment ack) {
-        submit(payload, ack);
     }
 
     @Override

@@ -12,13 +12,10 @@ import dev.hexforge.lora.train.TrainingCheckpoint;
 import dev.hexforge.lora.train.TrainingListener;
 import dev.hexforge.pass.FinetunePass;
 import dev.hexforge.stage.Attempt;
-import dev.hexforge.stage.StageServiceConfig;
 import dev.hexforge.stage.StageWorker;
 import dev.hexforge.store.ArtifactStore;
 import org.springframework.beans.factory.annotation.Value;
-import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.core.KafkaTemplate;
-import org.springframework.kafka.support.Acknowledgment;
 import org.springframework.stereotype.Component;
 
 import java.nio.file.Path;
@@ -37,12 +34,6 @@ class FinetuneWorker extends StageWorker {
 
     FinetuneWorker(KafkaTemplate<String, String> kafka, ArtifactStore store, @Value("${hexforge.work-dir}") Path work) {
         super(Stage.FINETUNE, kafka, store, work, Duration.ofSeconds(3));
-    }
-
-    @KafkaListener(id = "finetune-requests", topics = "hexforge.stage.finetune.requests.v1", groupId = "hexforge-finetune-service",
-            containerFactory = StageServiceConfig.STAGE_REQUESTS)
-    void onRequest(String payload, Acknowledgment ack) {
-        submit(payload, ack);
     }
 
     static String checkpointMarker(String jobId) {

@@ -10,13 +10,10 @@ import dev.hexforge.pass.QuantizePass;
 import dev.hexforge.quant.BundledData;
 import dev.hexforge.stage.Attempt;
 import dev.hexforge.stage.StageFailure;
-import dev.hexforge.stage.StageServiceConfig;
 import dev.hexforge.stage.StageWorker;
 import dev.hexforge.store.ArtifactStore;
 import org.springframework.beans.factory.annotation.Value;
-import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.core.KafkaTemplate;
-import org.springframework.kafka.support.Acknowledgment;
 import org.springframework.stereotype.Component;
 
 import java.nio.file.Path;
@@ -30,12 +27,6 @@ class QuantizeWorker extends StageWorker {
 
     QuantizeWorker(KafkaTemplate<String, String> kafka, ArtifactStore store, @Value("${hexforge.work-dir}") Path work) {
         super(Stage.QUANTIZE, kafka, store, work, Duration.ofSeconds(5));
-    }
-
-    @KafkaListener(id = "quantize-requests", topics = "hexforge.stage.quantize.requests.v1", groupId = "hexforge-quantize-service",
-            containerFactory = StageServiceConfig.STAGE_REQUESTS)
-    void onRequest(String payload, Acknowledgment ack) {
-        submit(payload, ack);
     }
 
     @Override

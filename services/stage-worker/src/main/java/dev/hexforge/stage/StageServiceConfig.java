@@ -48,6 +48,37 @@ public class StageServiceConfig {
         return f;
     }
 
+    /**
+     * Every stage worker's request listener, registered from its stage: topic {@link Topics#requests}, group
+     * {@link Topics#requestGroup}, id {@code <stage>-requests}, offsets committed by the worker when an attempt ends.
+     */
+    @Bean
+    org.springframework.kafka.annotation.KafkaListenerConfigurer stageListeners(List<StageWorker> workers,
+            @org.springframework.beans.factory.annotation.Qualifier(STAGE_REQUESTS) ConcurrentKafkaListenerContainerFactory<String, String> factory,
+            org.springframework.beans.factory.BeanFactory beans) {
+        return registrar -> {
+            org.springframework.messaging.handler.annotation.support.DefaultMessageHandlerMethodFactory handlers =
+                    new org.springframework.messaging.handler.annotation.support.DefaultMessageHandlerMethodFactory();
+            handlers.setBeanFactory(beans);
+            handlers.afterPropertiesSet();
+            for (StageWorker w : workers) {
+                org.springframework.kafka.config.MethodKafkaListenerEndpoint<String, String> e =
+                        new org.springframework.kafka.config.MethodKafkaListenerEndpoint<>();
+                e.setId(w.listenerId());
+                e.setTopics(Topics.requests(w.stage()));
+                e.setGroupId(Topics.requestGroup(w.stage()));
+                e.setBean(w);
+                try {
+                    e.setMethod(StageWorker.class.getMethod("submit", String.class, org.springframework.kafka.support.Acknowledgment.class));
+                } catch (NoSuchMethodException x) {
+                    throw new IllegalStateException(x);
+                }
+                e.setMessageHandlerMethodFactory(handlers);
+                registrar.registerEndpoint(e, factory);
+            }
+        };
+    }
+
     @Bean
     CancelListener cancelListener(List<StageWorker> workers) {
         return new CancelListener(workers);

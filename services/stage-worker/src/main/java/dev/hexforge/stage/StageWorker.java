@@ -29,8 +29,8 @@ import java.util.concurrent.TimeUnit;
  * What every stage service does around its pass: read the request, re-emit the stored result of an attempt that
  * already finished (a redelivery), report progress, give the pass a scratch folder and its input model, store the
  * result before announcing it, and turn failures into a failed event with a code and a hint. A subclass names its
- * stage, runs its pass in {@link #run} and may map its own exceptions in {@link #triage}; its {@code @KafkaListener}
- * (id {@code <stage>-requests}, container factory {@link StageServiceConfig#STAGE_REQUESTS}) calls {@link #submit}.
+ * stage and runs its pass in {@link #run}; its request listener is registered from the stage
+ * ({@link StageServiceConfig#stageListeners}) and calls {@link #submit}.
  * <p>
  * Attempts run on a bounded pool ({@code hexforge.worker.threads}, default 1). While the pool is full the listener's
  * partitions are paused, so the consumer keeps polling (a run of hours never trips {@code max.poll.interval.ms}) and
@@ -104,7 +104,11 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
         }
     }
 
-    /** The listener id a subclass gives its {@code @KafkaListener}. */
+    public Stage stage() {
+        return stage;
+    }
+
+    /** The id of this stage's request listener ({@link StageServiceConfig} registers it). */
     public String listenerId() {
         return stage.id() + "-requests";
     }
@@ -136,8 +140,7 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
     private org.springframework.kafka.listener.MessageListenerContainer container() {
         org.springframework.kafka.listener.MessageListenerContainer c = registry.getListenerContainer(listenerId());
         if (c == null) {
-            throw new IllegalStateException("no listener container '" + listenerId() + "': the " + stage.id()
-                    + " worker's @KafkaListener must have id = \"" + listenerId() + "\"");
+            throw new IllegalStateException("no listener container '" + listenerId() + "' for the " + stage.id() + " worker");
         }
         return c;
     }
