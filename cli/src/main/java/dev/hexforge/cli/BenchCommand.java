@@ -23,10 +23,8 @@ import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryPoolMXBean;
 import java.lang.management.MemoryType;
-import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -35,7 +33,7 @@ import java.util.concurrent.Callable;
 
 @Command(name = "bench", mixinStandardHelpOptions = true, description = "Benchmarks that print figures.",
         subcommands = {BenchCommand.Export.class, BenchCommand.Generate.class, BenchCommand.Quantize.class,
-                BenchCommand.Finetune.class, BenchCalibrated.class})
+                BenchCommand.Finetune.class, BenchCalibrated.class, BenchCommand.Bandwidth.class})
 final class BenchCommand implements Runnable {
     @Override
     public void run() {
@@ -43,45 +41,125 @@ final class BenchCommand implements Runnable {
     }
 
     @Command(name = "export", mixinStandardHelpOptions = true,
-            description = "Export both variants; wall time and peak heap against a plain copy of the checkpoint's bytes.")
+            description = "Export each variant against cp of the same bytes run as a process on the same filesystem: "
+                    + "alternating, after a warm-up, median of the rounds; and the export's peak heap.")
     static final class Export implements Callable<Integer> {
         @Option(names = "--model", required = true)
         Path model;
         @Option(names = "--work", required = true, description = "scratch folder on the disk to measure (emptied)")
         Path work;
+        @Option(names = "--rounds", defaultValue = "3", description = "timed rounds (default ${DEFAULT-VALUE})")
+        int rounds;
 
         @Override
-        public Integer call() throws IOException {
+        public Integer call() throws Exception {
             Files.createDirectories(work);
-            long bytes = Files.size(model.resolve("model.safetensors"));
-            long t0 = System.nanoTime();
-            copyFile(model.resolve("model.safetensors"), work.resolve("copy.bin"));
-            double cp = (System.nanoTime() - t0) / 1e9;
-            Files.delete(work.resolve("copy.bin"));
-            System.out.printf("checkpoint %s: %.1f MB; plain copy %.2fs (%.0f MB/s)%n", model.getFileName(), bytes / 1e6, cp, bytes / 1e6 / cp);
             for (ExportOptions opt : new ExportOptions[]{ExportOptions.dynamic(), ExportOptions.staticShapes(128, 512)}) {
-                Path out = work.resolve(opt.variant().name().toLowerCase());
-                Folders.deleteTree(out);
-                System.gc();
-                resetPeaks();
-                long t1 = System.nanoTime();
-                try (Checkpoint ckpt = Checkpoint.open(model)) {
-                    DecoderExporter.export(ckpt, out, opt, Progress.NONE);
+                String variant = opt.variant().name().toLowerCase();
+                Path out = work.resolve(variant);
+                double[] export = new double[rounds];
+                double[] cp = new double[rounds];
+                long peak = 0;
+                long written = 0;
+                for (int r = -1; r < rounds; r++) { // round -1 warms up both
+                    Folders.deleteTree(out);
+                    System.gc();
+                    resetPeaks();
+                    long t0 = System.nanoTime();
+                    try (Checkpoint ckpt = Checkpoint.open(model)) {
+                        DecoderExporter.export(ckpt, out, opt, Progress.NONE);
+                    }
+                    double secs = (System.nanoTime() - t0) / 1e9;
+                    peak = Math.max(peak, peakHeap());
+                    written = Folders.size(out);
+                    double copy = cp(out, work.resolve("cp-" + variant));
+                    if (r >= 0) {
+                        export[r] = secs;
+                        cp[r] = copy;
+                        System.out.printf("%s round %d: export %.2fs, cp -r of its %.1f MB %.2fs%n", variant, r + 1, secs, written / 1e6, copy);
+                    }
                 }
-                double secs = (System.nanoTime() - t1) / 1e9;
-                long peak = peakHeap();
-                Path data = out.resolve("onnx/model.onnx_data");
-                long written = Files.size(data);
-                long t2 = System.nanoTime();
-                copyFile(data, work.resolve("copy.bin"));
-                double cpSame = (System.nanoTime() - t2) / 1e9;
-                Files.delete(work.resolve("copy.bin"));
-                System.out.printf("export %-7s %.2fs, wrote %.1f MB (%.0f MB/s), peak heap %.0f MB; plain copy of the written bytes %.2fs: export = %.2fx%n",
-                        opt.variant().name().toLowerCase(), secs, written / 1e6, written / 1e6 / secs, peak / 1e6, cpSame, secs / cpSame);
+                double em = median(export);
+                double cm = median(cp);
+                System.out.printf("export %-7s median %.2fs (%.0f MB/s), cp median %.2fs: export = %.2fx cp; peak heap %.0f MB%n",
+                        variant, em, written / 1e6 / em, cm, em / cm, peak / 1e6);
                 Folders.deleteTree(out);
             }
             return 0;
         }
+
+        /** {@code cp -r} of a folder as its own process, timed; the copy is removed again. */
+        private static double cp(Path from, Path to) throws Exception {
+            Folders.deleteTree(to);
+            long t0 = System.nanoTime();
+            Process p = new ProcessBuilder("cp", "-r", from.toString(), to.toString()).inheritIO().start();
+            if (p.waitFor() != 0) {
+                throw new IllegalStateException("cp failed");
+            }
+            double secs = (System.nanoTime() - t0) / 1e9;
+            Folders.deleteTree(to);
+            return secs;
+        }
+    }
+
+    @Command(name = "bandwidth", mixinStandardHelpOptions = true,
+            description = "The JVM's triad (what bench generate divides by) against the same triad in C, compiled here with the "
+                    + "system compiler and run as a process: alternating, after a warm-up, median of the rounds.")
+    static final class Bandwidth implements Callable<Integer> {
+        @Option(names = "--threads", split = ",", description = "thread counts (default 1,2)")
+        int[] threads = {1, 2};
+        @Option(names = "--rounds", defaultValue = "3", description = "timed rounds of each (default ${DEFAULT-VALUE})")
+        int rounds;
+
+        @Override
+        public Integer call() throws Exception {
+            Path dir = Files.createTempDirectory("hexforge-triad");
+            try {
+                Path source = dir.resolve("triad.c");
+                try (var in = BenchCommand.class.getResourceAsStream("triad.c")) {
+                    Files.copy(in, source);
+                }
+                Path exe = dir.resolve("triad");
+                Process cc = new ProcessBuilder("cc", "-O2", "-march=native", "-pthread", "-o", exe.toString(), source.toString())
+                        .redirectErrorStream(true).start();
+                String log = new String(cc.getInputStream().readAllBytes());
+                if (cc.waitFor() != 0) {
+                    throw new IllegalStateException("cc could not build the C triad: " + log.strip());
+                }
+                for (int t : threads) {
+                    dev.hexforge.kernels.MemoryBandwidth.triad(t); // warm-up: the JIT, and the C binary's first run
+                    cTriad(exe, t);
+                    double[] java = new double[rounds];
+                    double[] c = new double[rounds];
+                    for (int r = 0; r < rounds; r++) {
+                        java[r] = dev.hexforge.kernels.MemoryBandwidth.triad(t);
+                        c[r] = cTriad(exe, t);
+                        System.out.printf("threads %d round %d: java %.1f GB/s, C %.1f GB/s%n", t, r + 1, java[r] / 1e9, c[r] / 1e9);
+                    }
+                    double jm = median(java);
+                    double cm = median(c);
+                    System.out.printf("threads %d: java median %.1f GB/s, C median %.1f GB/s: java/C = %.2f%n", t, jm / 1e9, cm / 1e9, jm / cm);
+                }
+            } finally {
+                Folders.deleteQuietly(dir);
+            }
+            return 0;
+        }
+
+        private static double cTriad(Path exe, int threads) throws Exception {
+            Process p = new ProcessBuilder(exe.toString(), String.valueOf(threads)).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes()).strip();
+            if (p.waitFor() != 0) {
+                throw new IllegalStateException("the C triad failed: " + out);
+            }
+            return Double.parseDouble(out);
+        }
+    }
+
+    static double median(double[] xs) {
+        double[] s = xs.clone();
+        Arrays.sort(s);
+        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
     }
 
     @Command(name = "generate", mixinStandardHelpOptions = true,
@@ -95,11 +173,14 @@ final class BenchCommand implements Runnable {
         int newTokens;
         @Option(names = "--threads", defaultValue = "1")
         int threads;
+        @Option(names = "--reps", defaultValue = "3", description = "timed repetitions after two warm-ups (default ${DEFAULT-VALUE})")
+        int reps;
 
         @Override
         public Integer call() {
             double bandwidth = dev.hexforge.kernels.MemoryBandwidth.triad(threads);
-            System.out.printf("memory bandwidth (triad, %d thread%s): %.1f GB/s%n", threads, threads == 1 ? "" : "s", bandwidth / 1e9);
+            System.out.printf("memory bandwidth (triad, %d thread%s, this run; `bench bandwidth` checks it against C): %.1f GB/s%n",
+                    threads, threads == 1 ? "" : "s", bandwidth / 1e9);
             long weightBytes = weightBytesPerToken(model);
             int[] prompt = new SplittableRandom(1).ints(promptLen, 10, 1000).toArray();
             try (CausalLm lm = Models.open(model, threads)) {
@@ -109,23 +190,29 @@ final class BenchCommand implements Runnable {
                         s.append(new int[]{5});
                     }
                 }
-                double prefill;
-                double decode;
-                try (DecodeSession s = lm.start(promptLen + newTokens)) {
-                    long t0 = System.nanoTime();
-                    s.append(prompt);
-                    prefill = (System.nanoTime() - t0) / 1e9;
-                    long t1 = System.nanoTime();
-                    for (int i = 0; i < newTokens; i++) {
-                        s.append(new int[]{7 + i});
+                double[] prefill = new double[reps];
+                double[] decode = new double[reps];
+                for (int r = 0; r < reps; r++) {
+                    try (DecodeSession s = lm.start(promptLen + newTokens)) {
+                        long t0 = System.nanoTime();
+                        s.append(prompt);
+                        prefill[r] = promptLen / ((System.nanoTime() - t0) / 1e9);
+                        long t1 = System.nanoTime();
+                        for (int i = 0; i < newTokens; i++) {
+                            s.append(new int[]{7 + i});
+                        }
+                        decode[r] = newTokens / ((System.nanoTime() - t1) / 1e9);
                     }
-                    decode = (System.nanoTime() - t1) / 1e9;
                 }
-                double decodeTps = newTokens / decode;
-                System.out.printf("prefill %d tokens: %.2fs = %.1f tokens/s%n", promptLen, prefill, promptLen / prefill);
-                System.out.printf("decode %d tokens: %.2fs = %.2f tokens/s%n", newTokens, decode, decodeTps);
-                System.out.printf("weights read per token: %.1f MB; decode efficiency: %.0f%% of the bandwidth limit%n",
-                        weightBytes / 1e6, 100.0 * decodeTps * weightBytes / bandwidth);
+                double[] p = prefill.clone();
+                double[] d = decode.clone();
+                Arrays.sort(p);
+                Arrays.sort(d);
+                System.out.printf("prefill %d tokens: min %.1f / median %.1f / max %.1f tokens/s (%d runs)%n", promptLen, p[0],
+                        median(p), p[p.length - 1], reps);
+                System.out.printf("decode %d tokens: min %.2f / median %.2f / max %.2f tokens/s%n", newTokens, d[0], median(d), d[d.length - 1]);
+                System.out.printf("weights read per token: %.1f MB; decode efficiency (median): %.0f%% of the bandwidth limit%n",
+                        weightBytes / 1e6, 100.0 * median(d) * weightBytes / bandwidth);
             }
             return 0;
         }
@@ -200,17 +287,6 @@ final class BenchCommand implements Runnable {
     /** Every decoder tensor's size as float32. */
     static long floatBytes(Checkpoint ckpt) {
         return ckpt.tensors().values().stream().mapToLong(s -> java.util.Arrays.stream(s).reduce(4, (a, b) -> a * b)).sum();
-    }
-
-    static void copyFile(Path from, Path to) throws IOException {
-        try (FileChannel in = FileChannel.open(from); FileChannel out = FileChannel.open(to, StandardOpenOption.CREATE,
-                StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
-            long size = in.size();
-            long done = 0;
-            while (done < size) {
-                done += in.transferTo(done, size - done, out);
-            }
-        }
     }
 
     @Command(name = "finetune", mixinStandardHelpOptions = true,
