@@ -120,7 +120,7 @@ final class BenchCommand implements Runnable {
                     Files.copy(in, source);
                 }
                 Path exe = dir.resolve("triad");
-                Process cc = new ProcessBuilder("cc", "-O2", "-march=native", "-pthread", "-o", exe.toString(), source.toString())
+                Process cc = new ProcessBuilder("cc", "-O3", "-march=native", "-pthread", "-o", exe.toString(), source.toString())
                         .redirectErrorStream(true).start();
                 String log = new String(cc.getInputStream().readAllBytes());
                 if (cc.waitFor() != 0) {
