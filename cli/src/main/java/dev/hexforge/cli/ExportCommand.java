@@ -34,6 +34,9 @@ final class ExportCommand implements Callable<Integer> {
     int accuracyLevel;
     @Option(names = "--encodings", description = "write the QNN converter's quantization overrides into a QDQ export")
     boolean encodings;
+    @Option(names = "--reference", description = "write reference.json: the host's answers a device runner checks its run "
+            + "against (the Java float forward over the model; a job with a benchmark stage writes it)")
+    boolean reference;
     @Option(names = "--json", description = "print one JSON object with the result")
     boolean json;
 
@@ -41,7 +44,7 @@ final class ExportCommand implements Callable<Integer> {
     public Integer call() {
         SpecOptions.check(spec);
         ExportPass.Options opt = new ExportPass.Options(new ExportOptions(Variant.parse(variant), seq, ctx, opset),
-                ExportPass.Format.parse(format), accuracyLevel, encodings);
+                ExportPass.Format.parse(format), accuracyLevel, encodings, reference);
         ExportPass.Result r;
         try (ProgressBar bar = new ProgressBar("export")) {
             r = ExportPass.run(model, opt, out, bar);

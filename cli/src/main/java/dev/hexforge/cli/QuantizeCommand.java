@@ -70,6 +70,9 @@ final class QuantizeCommand implements Callable<Integer> {
     @Option(names = "--encodings", description = "write the QNN converter's quantization overrides (encodings.json) into the "
             + "QDQ export; only per-channel specs (--group 0) can be expressed")
     boolean encodings;
+    @Option(names = "--reference", description = "write reference.json: the host's answers a device runner checks its run "
+            + "against (the Java float forward over the model; a job with a benchmark stage writes it)")
+    boolean reference;
     @Option(names = "--window", defaultValue = "128")
     int window;
     @Option(names = "--max-delta-ppl", descriptionKey = "quantize.maxDeltaPpl")
@@ -87,7 +90,7 @@ final class QuantizeCommand implements Callable<Integer> {
         }
         QuantSpec spec = QuantizePass.spec(bits, group, sym ? Boolean.TRUE : asym ? Boolean.FALSE : null);
         ExportPass.Options export = new ExportPass.Options(new ExportOptions(Variant.parse(variant), seq, ctx, opset),
-                ExportPass.Format.parse(format), accuracyLevel, encodings);
+                ExportPass.Format.parse(format), accuracyLevel, encodings, reference);
         Path bundled = java.nio.file.Files.createTempDirectory("hexforge-bundled");
         QuantizePass.Result r;
         ExportPass.Result exported = null;

@@ -30,9 +30,9 @@ import java.util.Map;
 
 /**
  * The export stage: a Hugging Face folder, or a quantized checkpoint of {@link QuantizePass}, as ONNX graphs. A
- * quantized model's linears are written as QDQ (the NPU's form), MatMulNBits (the CPU's) or both; each export folder
- * carries the host's reference answers for on-device accuracy ({@link DeviceReference}), and a QDQ export carries the
- * QNN converter's quantization overrides ({@link AimetEncodings}) when a QNN SDK target will read it.
+ * quantized model's linears are written as QDQ (the NPU's form), MatMulNBits (the CPU's) or both; an export carries
+ * the host's reference answers for on-device accuracy ({@link DeviceReference}) when a benchmark will use them, and a
+ * QDQ export the QNN converter's quantization overrides ({@link AimetEncodings}) when a QNN SDK target will read it.
  */
 public final class ExportPass {
     /** How a quantized model's linears are written; a float model ignores it. */
@@ -55,8 +55,10 @@ public final class ExportPass {
     /**
      * @param accuracyLevel MatMulNBits compute (see {@link MatMulNBitsFormat}): 4 int8 activations, 0 float32
      * @param encodings     write the QNN converter's {@code encodings.json} into the QDQ export
+     * @param reference     write {@code reference.json}, the host's answers a device runner checks its run against (the
+     *                      Java float forward over the model: seconds to minutes at real sizes, so only when asked)
      */
-    public record Options(ExportOptions export, Format format, int accuracyLevel, boolean encodings) {
+    public record Options(ExportOptions export, Format format, int accuracyLevel, boolean encodings, boolean reference) {
     }
 
     /** One export folder and the kind it is stored as ({@code onnx-static-qdq}, ...). */
@@ -71,13 +73,15 @@ public final class ExportPass {
 
     /**
      * A job spec's export settings: the graphs of {@code export}, the linear format and MatMulNBits compute of
-     * {@code quantize}, encodings when a later compile stage runs a QNN SDK target.
+     * {@code quantize}, encodings when a later compile stage runs a QNN SDK target, the device reference when a
+     * benchmark stage will check a device's run against it.
      */
     public static Options options(JobSpec spec) {
         JobSpec.Export e = spec.export();
         boolean qnnSdk = spec.stageList().contains(Stage.COMPILE) && !spec.compile().target().equals(OrtQnnBundler.TARGET);
         return new Options(new ExportOptions(Variant.parse(e.variant()), e.seq(), e.ctx(), e.opset()),
-                Format.parse(spec.quantize().format()), spec.quantize().accuracyLevel(), qnnSdk);
+                Format.parse(spec.quantize().format()), spec.quantize().accuracyLevel(), qnnSdk,
+                spec.stageList().contains(Stage.BENCHMARK));
     }
 
     public static Result run(Path model, Options o, Path out, Progress progress) {
@@ -89,7 +93,7 @@ public final class ExportPass {
         try (Checkpoint ckpt = Checkpoint.open(model)) {
             MemoryPlan.require(MemoryPlan.streaming(Stage.EXPORT, ckpt.config()));
             warnings.addAll(ckpt.warnings());
-            DecoderWeights weights = referenceWeights(ckpt, warnings);
+            DecoderWeights weights = o.reference() ? referenceWeights(ckpt, warnings) : null;
             if (!QuantizedCheckpoint.isQuantized(model)) {
                 ExportInfo info = DecoderExporter.export(ckpt, out, o.export(), LinearFormat.FLOAT, progress);
                 outputs.add(new Output(out, "onnx-" + variant));
