@@ -33,8 +33,8 @@ final class CompileCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         SpecOptions.check(spec);
-        Path sdk = qnnSdk != null ? qnnSdk : System.getenv("QNN_SDK_ROOT") == null || System.getenv("QNN_SDK_ROOT").isBlank()
-                ? null : Path.of(System.getenv("QNN_SDK_ROOT"));
+        String env = System.getenv("QNN_SDK_ROOT");
+        Path sdk = qnnSdk != null ? qnnSdk : env == null || env.isBlank() ? null : Path.of(env);
         CompilePass.Result r = CompilePass.run(model, new CompilePass.Options(target, CompileOptions.of(soc, htpArch), sdk), out);
         if (json) {
             Json j = new Json().put("out", out.toAbsolutePath().toString()).put("kind", r.kind());

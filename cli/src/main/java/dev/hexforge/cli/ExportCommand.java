@@ -1,7 +1,5 @@
 package dev.hexforge.cli;
 
-import dev.hexforge.onnx.export.ExportOptions;
-import dev.hexforge.onnx.export.Variant;
 import dev.hexforge.pass.ExportPass;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -16,35 +14,19 @@ import java.util.concurrent.Callable;
 final class ExportCommand implements Callable<Integer> {
     @picocli.CommandLine.Spec
     picocli.CommandLine.Model.CommandSpec spec;
+    @picocli.CommandLine.Mixin
+    ExportFlags exportFlags;
     @Option(names = "--model", required = true, description = "Hugging Face model folder or quantized checkpoint")
     Path model;
     @Option(names = "--out", required = true, description = "output folder (must not exist or be empty)")
     Path out;
-    @Option(names = "--variant", descriptionKey = "export.variant")
-    String variant;
-    @Option(names = "--seq", descriptionKey = "export.seq")
-    int seq;
-    @Option(names = "--ctx", descriptionKey = "export.ctx")
-    int ctx;
-    @Option(names = "--opset", descriptionKey = "export.opset")
-    int opset;
-    @Option(names = "--format", descriptionKey = "quantize.format")
-    String format;
-    @Option(names = "--accuracy-level", descriptionKey = "quantize.accuracyLevel")
-    int accuracyLevel;
-    @Option(names = "--encodings", description = "write the QNN converter's quantization overrides into a QDQ export")
-    boolean encodings;
-    @Option(names = "--reference", description = "write reference.json: the host's answers a device runner checks its run "
-            + "against (the Java float forward over the model; a job with a benchmark stage writes it)")
-    boolean reference;
     @Option(names = "--json", description = "print one JSON object with the result")
     boolean json;
 
     @Override
     public Integer call() {
         SpecOptions.check(spec);
-        ExportPass.Options opt = new ExportPass.Options(new ExportOptions(Variant.parse(variant), seq, ctx, opset),
-                ExportPass.Format.parse(format), accuracyLevel, encodings, reference);
+        ExportPass.Options opt = exportFlags.options();
         ExportPass.Result r;
         try (ProgressBar bar = new ProgressBar("export")) {
             r = ExportPass.run(model, opt, out, bar);

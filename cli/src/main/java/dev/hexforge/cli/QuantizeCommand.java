@@ -1,8 +1,6 @@
 package dev.hexforge.cli;
 
 import dev.hexforge.io.Folders;
-import dev.hexforge.onnx.export.ExportOptions;
-import dev.hexforge.onnx.export.Variant;
 import dev.hexforge.pass.ExportPass;
 import dev.hexforge.pass.QuantizePass;
 import dev.hexforge.quant.BundledData;
@@ -25,6 +23,8 @@ import java.util.concurrent.Callable;
 final class QuantizeCommand implements Callable<Integer> {
     @picocli.CommandLine.Spec
     picocli.CommandLine.Model.CommandSpec spec;
+    @picocli.CommandLine.Mixin
+    ExportFlags exportFlags;
     @Option(names = "--model", required = true, description = "Hugging Face model folder")
     Path model;
     @Option(names = "--method", descriptionKey = "quantize.method")
@@ -52,27 +52,9 @@ final class QuantizeCommand implements Callable<Integer> {
     boolean asym;
     @Option(names = "--keep", split = ",", descriptionKey = "quantize.keep")
     List<String> keep = List.of();
-    @Option(names = "--format", descriptionKey = "quantize.format")
-    String format;
-    @Option(names = "--accuracy-level", descriptionKey = "quantize.accuracyLevel")
-    int accuracyLevel;
-    @Option(names = "--variant", descriptionKey = "export.variant")
-    String variant;
-    @Option(names = "--seq", descriptionKey = "export.seq")
-    int seq;
-    @Option(names = "--ctx", descriptionKey = "export.ctx")
-    int ctx;
-    @Option(names = "--opset", descriptionKey = "export.opset")
-    int opset;
     @Option(names = "--eval", description = "text scored for the accuracy gate (perplexity, float vs quantized; default: the "
             + "bundled text, as the fleet uses)")
     Path eval;
-    @Option(names = "--encodings", description = "write the QNN converter's quantization overrides (encodings.json) into the "
-            + "QDQ export; only per-channel specs (--group 0) can be expressed")
-    boolean encodings;
-    @Option(names = "--reference", description = "write reference.json: the host's answers a device runner checks its run "
-            + "against (the Java float forward over the model; a job with a benchmark stage writes it)")
-    boolean reference;
     @Option(names = "--window", defaultValue = "128")
     int window;
     @Option(names = "--max-delta-ppl", descriptionKey = "quantize.maxDeltaPpl")
@@ -89,8 +71,7 @@ final class QuantizeCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--sym and --asym contradict each other");
         }
         QuantSpec spec = QuantizePass.spec(bits, group, sym ? Boolean.TRUE : asym ? Boolean.FALSE : null);
-        ExportPass.Options export = new ExportPass.Options(new ExportOptions(Variant.parse(variant), seq, ctx, opset),
-                ExportPass.Format.parse(format), accuracyLevel, encodings, reference);
+        ExportPass.Options export = exportFlags.options();
         Path bundled = java.nio.file.Files.createTempDirectory("hexforge-bundled");
         QuantizePass.Result r;
         ExportPass.Result exported = null;

@@ -93,13 +93,13 @@ public final class ExportPass {
         try (Checkpoint ckpt = Checkpoint.open(model)) {
             MemoryPlan.require(MemoryPlan.streaming(Stage.EXPORT, ckpt.config()));
             warnings.addAll(ckpt.warnings());
-            DecoderWeights weights = o.reference() ? referenceWeights(ckpt, warnings) : null;
+            QuantizedModel qm = null;
             if (!QuantizedCheckpoint.isQuantized(model)) {
                 ExportInfo info = DecoderExporter.export(ckpt, out, o.export(), LinearFormat.FLOAT, progress);
                 outputs.add(new Output(out, "onnx-" + variant));
                 report.put("graphs", info.graphs());
             } else {
-                QuantizedModel qm = QuantizedCheckpoint.read(ckpt);
+                qm = QuantizedCheckpoint.read(ckpt);
                 List<Format> formats = o.format() == Format.BOTH ? List.of(Format.QDQ, Format.MATMULNBITS) : List.of(o.format());
                 for (int i = 0; i < formats.size(); i++) {
                     Format f = formats.get(i);
@@ -119,9 +119,11 @@ public final class ExportPass {
                     outputs.add(new Output(dir, "onnx-" + variant + "-" + f.id()));
                     report.putIfAbsent("graphs", info.graphs());
                 }
-                weights = weights == null ? null : qm.fakeQuantized(weights);
             }
+            // after the graphs, so the float weights are never held while the export streams
+            DecoderWeights weights = o.reference() ? referenceWeights(ckpt, warnings) : null;
             if (weights != null) {
+                weights = qm == null ? weights : qm.fakeQuantized(weights);
                 try (Tokenizer tok = Tokenizer.load(model)) {
                     DeviceReference ref = DeviceReference.compute(new DecoderForward(weights), tok);
                     outputs.forEach(x -> ref.write(x.dir()));

@@ -53,6 +53,10 @@ class SignWorker extends StageWorker {
                     a.spec().sign().provenance() ? facts(a, a.model(), false) : null);
             outputs.add(a.storeOutput(signed, "hf-model"));
         }
+        if (a.spec().sign().provenance() && !catalogue.awaitCatalogued(folders, Duration.ofSeconds(30))) {
+            // the provenance names the job's earlier artifacts from the catalogue, which takes them as the gateway accepts them
+            LOG.warn("sign attempt {}: the outputs of the stage before are not catalogued yet; the provenance names what is", req.attemptId());
+        }
         for (int n = 0; n < folders.size(); n++) { // every output of the stage before (quantize.format both makes two)
             StageEvents.ArtifactRef in = folders.get(n);
             if (!a.spec().sign().provenance()) {
@@ -95,10 +99,6 @@ class SignWorker extends StageWorker {
      */
     private Provenance.Facts facts(Attempt a, Path folder, boolean built) {
         StageEvents.StageRequest req = a.request();
-        List<StageEvents.ArtifactRef> before = req.inputs().stream().filter(i -> !StageEvents.isJobInput(i.kind())).toList();
-        if (!catalogue.awaitCatalogued(before, Duration.ofSeconds(30))) {
-            LOG.warn("sign attempt {}: the outputs of the stage before are not catalogued yet; the provenance names what is", req.attemptId());
-        }
         List<ArtifactEntity> earlier = artifacts.findByJobIdOrderByCreatedAtAsc(UUID.fromString(req.jobId()));
         JobSpec spec = req.spec();
         Map<String, String> materials = new LinkedHashMap<>();

@@ -89,8 +89,8 @@ public class JobService {
                         .map(u -> fileRef(field, u)).ifPresent(inputs::add);
             }
         });
-        if (problems.isEmpty() && spec.model().path() != null && workerMemory > 0) {
-            checkMemory(spec, policy.resolve("model.path", spec.model().path(), true), problems);
+        if (problems.isEmpty() && model.folder() != null && workerMemory > 0) {
+            checkMemory(spec, model.folder(), problems);
         }
         if (!problems.isEmpty()) {
             throw new dev.hexforge.contracts.InvalidJobSpecException(problems);
@@ -121,15 +121,16 @@ public class JobService {
 
     /** The base model as a stage input: the tenant's upload or artifact; a server path is checked and passed in the spec. */
     /** The base model as stage inputs, and the name a job without one of its own takes from it. */
-    private record ModelInput(List<ArtifactRef> refs, String name) {
+    /** @param folder a model path as resolved under the input roots; null for uploads, artifacts and refused paths */
+    private record ModelInput(List<ArtifactRef> refs, String name, java.nio.file.Path folder) {
     }
 
     private ModelInput modelInput(JobSpec.Input model, String tenant, List<dev.hexforge.contracts.Problem> problems) {
         if (model.upload() != null) { // looked up once: its row gives the input and the job's name
             return upload("model.upload", model.upload(), tenant, true, problems)
                     .map(u -> new ModelInput(List.of(new ArtifactRef(u.id.toString(), StageEvents.MODEL_ARCHIVE, u.sha256, u.size, u.objectKey)),
-                            u.name))
-                    .orElse(new ModelInput(List.of(), "model"));
+                            u.name, null))
+                    .orElse(new ModelInput(List.of(), "model", null));
         }
         if (model.artifact() != null) {
             Map<String, Object> a;
@@ -139,28 +140,30 @@ public class JobService {
             } catch (ArtifactServiceClient.ArtifactServiceException e) {
                 if (e.status == 404) {
                     problems.add(new dev.hexforge.contracts.Problem("model.artifact", "no artifact '" + model.artifact() + "'"));
-                    return new ModelInput(List.of(), "model");
+                    return new ModelInput(List.of(), "model", null);
                 }
                 throw e;
             }
             if (!MODEL_KINDS.contains(String.valueOf(a.get("kind")))) {
                 problems.add(new dev.hexforge.contracts.Problem("model.artifact", "artifact '" + model.artifact() + "' is a "
                         + a.get("kind") + ", not a model folder (" + String.join(", ", new java.util.TreeSet<>(MODEL_KINDS)) + ")"));
-                return new ModelInput(List.of(), "model");
+                return new ModelInput(List.of(), "model", null);
             }
             return new ModelInput(List.of(new ArtifactRef(model.artifact(), StageEvents.BASE_MODEL, String.valueOf(a.get("sha256")),
-                    ((Number) a.get("size")).longValue(), null)), "artifact " + model.artifact());
+                    ((Number) a.get("size")).longValue(), null)), "artifact " + model.artifact(), null);
         }
-        checkPath("model.path", model.path(), true, problems);
+        java.nio.file.Path folder = checkPath("model.path", model.path(), true, problems);
         String last = model.path().substring(model.path().lastIndexOf('/') + 1);
-        return new ModelInput(List.of(), last.isEmpty() ? model.path() : last);
+        return new ModelInput(List.of(), last.isEmpty() ? model.path() : last, folder);
     }
 
-    private void checkPath(String field, String path, boolean folder, List<dev.hexforge.contracts.Problem> problems) {
+    /** The path resolved under the input roots, or null with the problem added. */
+    private java.nio.file.Path checkPath(String field, String path, boolean folder, List<dev.hexforge.contracts.Problem> problems) {
         try {
-            policy.resolve(field, path, folder);
+            return policy.resolve(field, path, folder);
         } catch (dev.hexforge.contracts.InputPolicy.RefusedPathException e) {
             problems.add(e.problem());
+            return null;
         }
     }
 
