@@ -178,6 +178,7 @@ final class BenchCommand implements Runnable {
 
         @Override
         public Integer call() {
+            model = Models.find(model);
             double bandwidth = dev.hexforge.kernels.MemoryBandwidth.triad(threads);
             System.out.printf("memory bandwidth (triad, %d thread%s, this run; `bench bandwidth` checks it against C): %.1f GB/s%n",
                     threads, threads == 1 ? "" : "s", bandwidth / 1e9);

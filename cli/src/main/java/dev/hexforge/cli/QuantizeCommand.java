@@ -52,11 +52,15 @@ final class QuantizeCommand implements Callable<Integer> {
     boolean asym;
     @Option(names = "--keep", split = ",", descriptionKey = "quantize.keep")
     List<String> keep = List.of();
-    @Option(names = "--eval", description = "text scored for the accuracy gate (perplexity, float vs quantized; default: the "
-            + "bundled text, as the fleet uses)")
+    @Option(names = "--head", descriptionKey = "quantize.head")
+    String head;
+    @Option(names = "--eval", description = "text scored for the accuracy gate (perplexity and top-1 agreement, float vs "
+            + "quantized, through ONNX Runtime; default: the bundled text, as the fleet uses)")
     Path eval;
-    @Option(names = "--window", defaultValue = "128")
+    @Option(names = "--window", defaultValue = "128", description = "tokens per scored window (default: ${DEFAULT-VALUE})")
     int window;
+    @Option(names = "--eval-tokens", descriptionKey = "quantize.evalTokens")
+    int evalTokens;
     @Option(names = "--max-delta-ppl", descriptionKey = "quantize.maxDeltaPpl")
     double maxDeltaPpl;
     @Option(names = "--out", required = true)
@@ -78,8 +82,10 @@ final class QuantizeCommand implements Callable<Integer> {
         try (ProgressBar bar = new ProgressBar("quantize")) {
             Path calibration = calib != null ? calib : BundledData.calibration(bundled);
             QuantizeOptions opt = new QuantizeOptions(method.toLowerCase(java.util.Locale.ROOT), spec, keep,
+                    QuantizePass.head(head.toLowerCase(java.util.Locale.ROOT)),
                     new QuantizeOptions.Calibration(calibration, samples, calibLen, seed), new Gptq.Options(128, 0.01, actOrder),
-                    eval != null ? eval : BundledData.evalText(bundled), window, maxDeltaPpl, autoKeep);
+                    eval != null ? eval : BundledData.evalText(bundled), window, evalTokens, maxDeltaPpl, autoKeep,
+                    dev.hexforge.client.GatewayClient.stateFolder().resolve("cache"));
             r = QuantizePass.run(model, opt, out, (what, done, total) -> bar.update(what, done, 2 * total));
             if (r.passed()) {
                 exported = ExportPass.run(r.checkpoint(), export, export.format() == ExportPass.Format.BOTH ? out : out.resolve("onnx-model"),
@@ -102,8 +108,8 @@ final class QuantizeCommand implements Callable<Integer> {
                     .put("checkpoint", r.checkpoint() == null ? null : r.checkpoint().toString())
                     .put("report", out.resolve(QuantizePipeline.REPORT).toString()).put("worst_layers", rep.worstLayers()).print();
         } else {
-            System.out.printf("%s %s: %d linears quantized, greedy agreement %.0f%%%n", rep.method(), rep.spec(),
-                    rep.layers().size(), rep.greedyAgreement() * 100);
+            System.out.printf("%s %s (embedding and head %s): %d tensors quantized, greedy agreement %.0f%%%n", rep.method(),
+                    rep.spec(), rep.head(), rep.layers().size(), rep.greedyAgreement() * 100);
             if (rep.quantizedPerplexity() != null) {
                 System.out.printf("perplexity %.4f -> %.4f (delta %.4f, limit %.4f)%n", rep.floatPerplexity(),
                         rep.quantizedPerplexity(), rep.deltaPerplexity(), rep.maxDeltaPerplexity());

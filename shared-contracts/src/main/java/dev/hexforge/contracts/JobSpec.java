@@ -47,10 +47,24 @@ public record JobSpec(int schemaVersion, String name, Input model, List<String> 
     /**
      * @param group     null: {@link #defaultGroup}
      * @param symmetric null: {@link #defaultSymmetric}
+     * @param head      int8, int4 or keep (float): how the token embedding and the LM head are stored
      */
     public record Quantize(String method, int bits, Integer group, Boolean symmetric, Input calibration,
-                           int calibrationSamples, int calibrationLength, List<String> keep, Auto auto, String format,
-                           int accuracyLevel, double maxDeltaPpl) {
+                           int calibrationSamples, int calibrationLength, List<String> keep, String head, Auto auto,
+                           String format, int accuracyLevel, int evalTokens, double maxDeltaPpl) {
+        /** The token embedding and LM head: int8 per channel unless asked otherwise (specs stored before the field). */
+        public static final String DEFAULT_HEAD = "int8";
+
+        public static final int DEFAULT_EVAL_TOKENS = 1024;
+
+        public String headOrDefault() {
+            return head != null ? head : DEFAULT_HEAD;
+        }
+
+        /** Specs stored before the field hold 0. */
+        public int evalTokensOrDefault() {
+            return evalTokens > 0 ? evalTokens : DEFAULT_EVAL_TOKENS;
+        }
 
         /** One scale per output channel at 8 bits, groups of 128 input columns below. */
         public static int defaultGroup(int bits) {

@@ -68,12 +68,16 @@ public final class JobSpecSchema {
                     integer("calibrationSamples", 128, 1, 100000, "Calibration samples."),
                     integer("calibrationLength", 512, 2, 32768, "Tokens per calibration sample."),
                     strings("keep", List.of(), "Module patterns kept in float, e.g. q_proj."),
+                    oneOf("head", JobSpec.Quantize.DEFAULT_HEAD, "Token embedding and LM head (one tensor when tied): int8 (per channel, "
+                            + "symmetric), int4 (the 4-bit rule: groups of 128 with zero points) or keep (float).", "int8", "int4", "keep"),
                     object("auto", "Automatic mixed precision: keep the most sensitive linears in FP16.",
                             number("maxExtraBytesPercent", 0, 0, 1000,
                                     "Extra bytes allowed for float layers, in percent of the quantized linears (0: off).")),
                     oneOf("format", "qdq", "qdq (NPU), matmulnbits (CPU) or both.", "qdq", "matmulnbits", "both"),
                     integer("accuracyLevel", 4, 0, 4, "MatMulNBits compute on the CPU (ONNX Runtime's accuracy_level): 4 = int8 "
                             + "activations, the fast path; 0 = float32, identical to the fake-quantized reference."),
+                    integer("evalTokens", JobSpec.Quantize.DEFAULT_EVAL_TOKENS, 2, 10_000_000, "Gate: tokens of the evaluation text "
+                            + "scored (its first windows of 128), on the float and the quantized model as ONNX Runtime runs them."),
                     number("maxDeltaPpl", 0.5, 0, 1e9, "Gate: largest allowed perplexity rise.")),
             object("export", "ONNX export.",
                     oneOf("variant", "static", "static (NPU graphs) or dynamic (Hugging Face convention).", "static", "dynamic"),

@@ -18,8 +18,31 @@ public final class Perplexity {
     private Perplexity() {
     }
 
+    /**
+     * A perplexity and the model's top-1 token at every scored position (position t of a window predicts token t + 1),
+     * window after window: what the accuracy gate compares between a float and a quantized model.
+     */
+    public record Scored(Result result, int[] top1) {
+        /** The fraction of positions where this and {@code other}, scored on the same windows, predict the same token. */
+        public double agreement(Scored other) {
+            if (top1.length != other.top1.length) {
+                throw new IllegalArgumentException("scored on different windows: " + top1.length + " vs " + other.top1.length + " positions");
+            }
+            int same = 0;
+            for (int i = 0; i < top1.length; i++) {
+                same += top1[i] == other.top1[i] ? 1 : 0;
+            }
+            return top1.length == 0 ? 1 : (double) same / top1.length;
+        }
+    }
+
     /** @param onWindow called with the number of windows done, for progress; may be null */
     public static Result evaluate(CausalLm model, int[] ids, int window, IntConsumer onWindow) {
+        return score(model, ids, window, onWindow).result();
+    }
+
+    /** {@link #evaluate}, with the top-1 token of every scored position. */
+    public static Scored score(CausalLm model, int[] ids, int window, IntConsumer onWindow) {
         if (window < 2) {
             throw new IllegalArgumentException("window must be at least 2 tokens");
         }
@@ -31,8 +54,9 @@ public final class Perplexity {
             throw new IllegalArgumentException("the text has " + ids.length + " tokens, fewer than one window of " + window);
         }
         double nll = 0;
-        long scored = 0;
+        int scored = 0;
         int[] chunk = new int[window];
+        int[] top1 = new int[windows * (window - 1)];
         for (int w = 0; w < windows; w++) {
             System.arraycopy(ids, w * window, chunk, 0, window);
             float[][] logits;
@@ -40,13 +64,26 @@ public final class Perplexity {
                 logits = s.appendAll(chunk);
             }
             nll += windowNll(logits, chunk);
+            for (int t = 0; t + 1 < window; t++) {
+                top1[scored + t] = argmax(logits[t]);
+            }
             scored += window - 1;
             if (onWindow != null) {
                 onWindow.accept(w + 1);
             }
         }
         double mean = nll / scored;
-        return new Result(Math.exp(mean), mean, scored, windows, ids.length - windows * window);
+        return new Scored(new Result(Math.exp(mean), mean, scored, windows, ids.length - windows * window), top1);
+    }
+
+    static int argmax(float[] logits) {
+        int best = 0;
+        for (int i = 1; i < logits.length; i++) {
+            if (logits[i] > logits[best]) {
+                best = i;
+            }
+        }
+        return best;
     }
 
     /** Summed NLL of tokens 1..n-1 of a window, from the logits of its positions 0..n-2 (a fresh context per window). */

@@ -126,8 +126,9 @@ public final class DecoderWeights {
     }
 
     /**
-     * A copy in which tensors named in {@code byName} (Hugging Face names of layer norms and linear weights) are
-     * replaced; used when a pass rewrites float tensors (AWQ folds scales into norms).
+     * A copy in which tensors named in {@code byName} (Hugging Face names of norms, linear weights, the embedding and
+     * the LM head) are replaced; used when a pass rewrites float tensors (AWQ folds scales into norms, a quantized
+     * embedding). A tied model's head follows its embedding.
      */
     public DecoderWeights withReplacements(Map<String, float[]> byName) {
         Layer[] out = new Layer[layers.length];
@@ -143,7 +144,9 @@ public final class DecoderWeights {
             out[i] = new Layer(byName.getOrDefault(TensorNames.inputNorm(i), L.inputNorm),
                     byName.getOrDefault(TensorNames.postAttentionNorm(i), L.postAttentionNorm), w, L.biases, L.adapters);
         }
-        return new DecoderWeights(config, embed, out, byName.getOrDefault(TensorNames.FINAL_NORM, finalNorm), lmHead);
+        float[] e = byName.getOrDefault(TensorNames.EMBED, embed);
+        float[] head = config.tieWordEmbeddings() ? e : byName.getOrDefault(TensorNames.LM_HEAD, lmHead);
+        return new DecoderWeights(config, e, out, byName.getOrDefault(TensorNames.FINAL_NORM, finalNorm), head);
     }
 
     /** A copy with low-rank adapters attached where {@code f(layerIndex, linear)} returns one; weights are shared. */

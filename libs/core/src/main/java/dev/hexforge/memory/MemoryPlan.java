@@ -70,10 +70,11 @@ public final class MemoryPlan {
     /** {@code method} rtn, gptq or awq; calibration of {@code samples} sequences of {@code length} tokens. */
     public static Estimate quantize(ModelConfig c, String method, int samples, int length) {
         long p = parameters(c);
-        long lin = linearWeights(c);
+        long embeddings = (long) c.vocabSize() * c.hiddenSize() * (c.tieWordEmbeddings() ? 1 : 2);
+        long lin = linearWeights(c) + embeddings;
         long bytes = BASE + 4 * p + 5 * lin;
-        String basis = String.format(Locale.ROOT, "%s: %.2f B parameters in float32, the quantized linears and their "
-                + "fake-quantized copy", method, p / 1e9);
+        String basis = String.format(Locale.ROOT, "%s: %.2f B parameters in float32, the quantized linears, embedding "
+                + "and head and their fake-quantized copy", method, p / 1e9);
         if (!method.equals("rtn")) {
             long tokens = (long) samples * Math.min(length, c.maxPositionEmbeddings());
             long activations = tokens * (3L * c.hiddenSize() + c.intermediateSize()) * Float.BYTES;

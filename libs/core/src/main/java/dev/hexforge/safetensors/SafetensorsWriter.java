@@ -47,6 +47,11 @@ public final class SafetensorsWriter {
             return new Entry(name, dtype, shape, out -> writeFully(out, encode(values, dtype)));
         }
 
+        /** Floats computed only when the tensor is written, so a writer of many tensors holds one at a time. */
+        public static Entry ofFloats(String name, long[] shape, java.util.function.Supplier<float[]> values, DType dtype) {
+            return new Entry(name, dtype, shape, out -> writeFully(out, encode(values.get(), dtype)));
+        }
+
         public static Entry ofBytes(String name, DType dtype, long[] shape, ByteBuffer bytes) {
             return new Entry(name, dtype, shape, out -> writeFully(out, bytes.duplicate()));
         }

@@ -30,9 +30,10 @@ class MemoryPlanTest {
 
     @Test
     void theRtnEstimateIsCloseToWhatWasMeasured() {
-        // measured: `hexforge quantize` (rtn, int8) on the synthetic 0.5B shape kept 3.7 GB live after collections
+        // measured: `hexforge quantize` (rtn, int8, int8 embedding) on the synthetic 0.5B shape kept 3.9 GB live after
+        // a full collection
         long bytes = MemoryPlan.quantize(config(Preset.QWEN2_5_0_5B), "rtn", 0, 0).bytes();
-        assertTrue(bytes >= 3.7e9 && bytes < 4.5e9, "at least what was measured, not far above: " + MemoryPlan.gb(bytes));
+        assertTrue(bytes >= 3.9e9 && bytes < 5.0e9, "at least what was measured, not far above: " + MemoryPlan.gb(bytes));
         assertTrue(MemoryPlan.quantize(config(Preset.QWEN2_5_0_5B), "gptq", 128, 512).bytes() > bytes, "calibration costs more");
     }
 

@@ -109,11 +109,11 @@ public final class ExportPass {
                     ExportInfo info = DecoderExporter.export(ckpt, dir, o.export(), lf,
                             (what, done, total) -> progress.update(what, part * total + done, formats.size() * total));
                     if (f == Format.QDQ && o.encodings()) {
-                        if (AimetEncodings.supports(qm.spec())) {
+                        if (AimetEncodings.supports(qm)) {
                             AimetEncodings.write(qm, List.of(), dir.resolve(AimetEncodings.FILE));
                         } else {
                             warnings.add("no " + AimetEncodings.FILE + " for the QNN converter: AIMET encodings 0.5.0 have no "
-                                    + "block encodings, so only per-channel specs (group 0) can be written");
+                                    + "block encodings, so only per-channel specs (group 0, an int8 head) can be written");
                         }
                     }
                     outputs.add(new Output(dir, "onnx-" + variant + "-" + f.id()));

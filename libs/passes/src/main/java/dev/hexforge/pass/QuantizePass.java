@@ -47,11 +47,32 @@ public final class QuantizePass {
         return new QuantSpec(bits, g, symmetric != null ? symmetric : JobSpec.Quantize.defaultSymmetric(bits, g));
     }
 
-    /** A job spec's quantize settings as the pass's options. */
-    public static QuantizeOptions options(JobSpec.Quantize q, Path calibration, Path evalText) {
-        return new QuantizeOptions(q.method(), spec(q.bits(), q.group(), q.symmetric()), q.keep(),
+    /**
+     * The token embedding's and LM head's spec from the job spec's {@code quantize.head}: int8 per channel
+     * symmetric, int4 under the 4-bit rule, or null (keep: float).
+     */
+    public static QuantSpec head(String head) {
+        return switch (head) {
+            case "int8" -> QuantSpec.int8PerChannel();
+            case "int4" -> spec(4, null, null);
+            case "keep" -> null;
+            default -> throw new IllegalArgumentException("quantize.head is int8, int4 or keep, not '" + head + "'");
+        };
+    }
+
+    /** The gate's window: the fixtures' perplexity protocol. */
+    public static final int EVAL_WINDOW = 128;
+
+    /**
+     * A job spec's quantize settings as the pass's options.
+     *
+     * @param cache where the float model's gate scores are kept between runs, or null
+     */
+    public static QuantizeOptions options(JobSpec.Quantize q, Path calibration, Path evalText, Path cache) {
+        return new QuantizeOptions(q.method(), spec(q.bits(), q.group(), q.symmetric()), q.keep(), head(q.headOrDefault()),
                 new QuantizeOptions.Calibration(calibration, q.calibrationSamples(), q.calibrationLength(), 0),
-                Gptq.Options.defaults(), evalText, 128, q.maxDeltaPpl(), q.auto().maxExtraBytesPercent());
+                Gptq.Options.defaults(), evalText, EVAL_WINDOW, q.evalTokensOrDefault(), q.maxDeltaPpl(),
+                q.auto().maxExtraBytesPercent(), cache);
     }
 
     /** Quantizes {@code model} into {@code out}: the report, and the checkpoint when the gate passed. */

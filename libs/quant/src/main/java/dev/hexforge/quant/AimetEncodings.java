@@ -16,7 +16,7 @@ import java.util.List;
 /**
  * The quantization parameters as QNN quantization overrides (AIMET encodings, version 0.5.0) for
  * {@code qnn-onnx-converter --quantization_overrides}: one entry per output channel of every quantized linear,
- * keyed by the weight's tensor name in the export, and {@code {"dtype": "float", "bitwidth": 16}} for linears kept in
+ * keyed by the weight's tensor name in the export (the quantized embedding and LM head too), and {@code {"dtype": "float", "bitwidth": 16}} for linears kept in
  * float. Activation ranges are left to the converter's calibration. Version 0.5.0 has no block encodings, so only
  * per-channel specs can be written; {@link #supports} says so.
  */
@@ -27,14 +27,15 @@ public final class AimetEncodings {
     private AimetEncodings() {
     }
 
-    public static boolean supports(QuantSpec spec) {
-        return spec.groupSize() == 0;
+    /** Whether every quantized tensor of the model (linears, embedding and head) is per channel. */
+    public static boolean supports(QuantizedModel qm) {
+        return qm.quantized().values().stream().allMatch(q -> q.spec().groupSize() == 0);
     }
 
     public static ObjectNode of(QuantizedModel qm, List<String> keep) {
-        if (!supports(qm.spec())) {
-            throw new QuantizationException("AIMET encodings 0.5.0 cannot express groups of " + qm.spec().groupSize()
-                    + " columns; quantize per channel (group 0) for the QNN converter path");
+        if (!supports(qm)) {
+            throw new QuantizationException("AIMET encodings 0.5.0 cannot express groups of columns; quantize per channel "
+                    + "(group 0), with an int8 head, for the QNN converter path");
         }
         ObjectNode root = JSON.createObjectNode();
         root.put("version", "0.5.0");
@@ -48,25 +49,30 @@ public final class AimetEncodings {
                 ArrayNode channels = params.putArray(name);
                 if (q == null) {
                     channels.addObject().put("dtype", "float").put("bitwidth", 16);
-                    continue;
-                }
-                QuantSpec s = q.spec();
-                for (int o = 0; o < q.out(); o++) {
-                    float scale = q.scale(o, 0);
-                    int offset = s.symmetric() ? -(1 << (s.bits() - 1)) : -q.zero(o, 0);
-                    int levels = (1 << s.bits()) - 1;
-                    channels.addObject()
-                            .put("dtype", "int")
-                            .put("bitwidth", s.bits())
-                            .put("is_symmetric", s.symmetric() ? "True" : "False")
-                            .put("min", (double) offset * scale)
-                            .put("max", (double) (offset + levels) * scale)
-                            .put("scale", scale)
-                            .put("offset", offset);
+                } else {
+                    channels(q, channels);
                 }
             }
         }
+        qm.embeddings().forEach((name, q) -> channels(q, params.putArray(name)));
         return root;
+    }
+
+    private static void channels(QuantizedLinear q, ArrayNode channels) {
+        QuantSpec s = q.spec();
+        for (int o = 0; o < q.out(); o++) {
+            float scale = q.scale(o, 0);
+            int offset = s.symmetric() ? -(1 << (s.bits() - 1)) : -q.zero(o, 0);
+            int levels = (1 << s.bits()) - 1;
+            channels.addObject()
+                    .put("dtype", "int")
+                    .put("bitwidth", s.bits())
+                    .put("is_symmetric", s.symmetric() ? "True" : "False")
+                    .put("min", (double) offset * scale)
+                    .put("max", (double) (offset + levels) * scale)
+                    .put("scale", scale)
+                    .put("offset", offset);
+        }
     }
 
     public static void write(QuantizedModel qm, List<String> keep, Path file) {

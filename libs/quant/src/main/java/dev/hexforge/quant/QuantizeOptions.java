@@ -10,14 +10,20 @@ import java.util.List;
  *
  * @param method       rtn, gptq or awq
  * @param keep         module-name patterns left in float (e.g. "q_proj")
+ * @param head         the token embedding's and LM head's spec (RTN); null leaves them in float
  * @param calibration  where calibration samples come from; required by gptq and awq, unused by rtn
- * @param evalText     text scored for the accuracy gate; null skips perplexity and the gate
+ * @param evalText     text scored for the accuracy gate; null: the bundled text
+ * @param evalWindow   tokens per scored window (a fresh context each)
+ * @param evalTokens   the gate scores the text's first whole windows up to this many tokens (at least one window)
  * @param maxDeltaPpl  the gate: largest allowed rise in perplexity over the float model
+ * @param cache        where the float model's gate scores are kept between runs (keyed by the model's digest); null: none
  * @param autoKeepPercent automatic mixed precision: keep the most sensitive linears in float while the extra bytes
  *                     stay within this percentage of the quantized linears (0: off; needs calibration data)
  */
-public record QuantizeOptions(String method, QuantSpec spec, List<String> keep, Calibration calibration, Gptq.Options gptq,
-                              Path evalText, int evalWindow, double maxDeltaPpl, double autoKeepPercent) {
+public record QuantizeOptions(String method, QuantSpec spec, List<String> keep, QuantSpec head, Calibration calibration,
+                              Gptq.Options gptq,
+                              Path evalText, int evalWindow, int evalTokens, double maxDeltaPpl, double autoKeepPercent,
+                              Path cache) {
     public static final double DEFAULT_MAX_DELTA_PPL = 0.5;
 
     /** N samples of at most L tokens from a JSONL file, chosen with a seed. */
@@ -42,6 +48,10 @@ public record QuantizeOptions(String method, QuantSpec spec, List<String> keep, 
         }
         if (!(maxDeltaPpl >= 0)) {
             throw new QuantizationException("max delta perplexity must be >= 0, got " + maxDeltaPpl);
+        }
+        if (evalWindow < 2 || evalTokens < 1) {
+            throw new QuantizationException("the gate needs windows of at least 2 tokens and at least 1 token to score, got "
+                    + evalWindow + " and " + evalTokens);
         }
         if (gptq == null) {
             gptq = Gptq.Options.defaults();

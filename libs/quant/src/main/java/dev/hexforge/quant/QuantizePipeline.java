@@ -3,12 +3,17 @@ package dev.hexforge.quant;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.eval.Perplexity;
-import dev.hexforge.forward.DecoderForward;
 import dev.hexforge.forward.DecoderWeights;
-import dev.hexforge.generate.Generator;
 import dev.hexforge.io.Folders;
 import dev.hexforge.progress.Progress;
+import dev.hexforge.onnx.export.LinearFormat;
+import dev.hexforge.quant.gate.FloatBaseline;
+import dev.hexforge.quant.gate.GateText;
+import dev.hexforge.quant.gate.OnnxScoring;
+import dev.hexforge.quant.onnx.MatMulNBitsFormat;
+import dev.hexforge.quant.onnx.QdqFormat;
 import dev.hexforge.quant.awq.Awq;
 import dev.hexforge.quant.calib.CalibrationSet;
 import dev.hexforge.quant.calib.CoverageReport;
@@ -26,21 +31,21 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The quantize pass: quantize the checkpoint's linears (RTN, or GPTQ / AWQ on calibration data), measure the accuracy cost (perplexity of the float and
- * fake-quantized Java forward on the evaluation text, greedy agreement on fixed prompts), apply the gate, and only
- * when it passes write the quantized checkpoint ({@code OUT/checkpoint}, see {@link QuantizedCheckpoint}). The report
+ * The quantize pass: quantize the checkpoint's linears (RTN, or GPTQ / AWQ on calibration data) and, by RTN, its
+ * token embedding and LM head; measure the accuracy cost on the model as it ships, apply the gate, and only when it
+ * passes write the quantized checkpoint ({@code OUT/checkpoint}, see {@link QuantizedCheckpoint}). The report
  * ({@code OUT/quantization_report.json}) is written either way.
+ *
+ * <p>The gate scores the evaluation text's first windows (at most {@code evalTokens} tokens) with ONNX Runtime on
+ * this CPU: the quantized model as a MatMulNBits export at accuracy level 4 (int8 activations, the CPU fast path;
+ * QDQ where MatMulNBits cannot hold the spec), the float model as a float export whose scores are cached by the
+ * model's digest. Perplexity rise and teacher-forced top-1 agreement come from the same windows.
  */
 public final class QuantizePipeline {
     public static final String REPORT = "quantization_report.json";
     /** The quantized checkpoint's folder in the output. */
     public static final String CHECKPOINT = "checkpoint";
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
-    private static final List<String> AGREEMENT_PROMPTS = List.of(
-            "First Citizen:\nBefore we proceed any further, hear me speak.\n\n",
-            "ROMEO:\nBut soft, what light through yonder window breaks?\n",
-            "子曰：学而时习之，不亦说乎？",
-            "<|im_start|>user\nContinue the text.<|im_end|>\n<|im_start|>assistant\n");
 
     /** The outcome: the report, and the quantized checkpoint written (null when the gate failed). */
     public record Result(QuantizationReport report, Path checkpoint) {
@@ -54,25 +59,73 @@ public final class QuantizePipeline {
         if (!Folders.isMissingOrEmpty(out)) {
             throw new QuantizationException(out + " already exists and is not empty");
         }
-        progress.update("quantize", 0, 3);
+        // the inputs are read and checked before anything is written
+        GateText text;
+        CalibrationSet set = null;
+        try (Tokenizer tok = Tokenizer.load(ckpt.dir())) {
+            text = opt.evalText() != null ? gateText(opt.evalText(), tok, opt, ckpt) : bundledGateText(tok, opt, ckpt);
+            if (opt.calibration() != null && (!opt.method().equals("rtn") || opt.autoKeepPercent() > 0)) {
+                QuantizeOptions.Calibration cal = opt.calibration();
+                set = CalibrationSet.load(cal.file(), tok, cal.samples(),
+                        Math.min(cal.length(), ckpt.config().maxPositionEmbeddings()), cal.seed());
+            }
+        }
+        Path scratch = out.resolve(".gate");
+        try {
+            Files.createDirectories(out);
+            return run(ckpt, opt, text, set, out, scratch, progress, t0);
+        } catch (IOException e) {
+            Folders.deleteQuietly(scratch);
+            deleteIfEmpty(out);
+            throw new UncheckedIOException("writing " + out + ": " + e.getMessage(), e);
+        } catch (RuntimeException | Error e) {
+            Folders.deleteQuietly(scratch);
+            deleteIfEmpty(out);
+            throw e;
+        } finally {
+            Folders.deleteQuietly(scratch);
+        }
+    }
+
+    private static GateText gateText(Path file, Tokenizer tok, QuantizeOptions opt, Checkpoint ckpt) {
+        return GateText.of(file, tok, opt.evalWindow(), opt.evalTokens(), ckpt.config().maxPositionEmbeddings());
+    }
+
+    private static GateText bundledGateText(Tokenizer tok, QuantizeOptions opt, Checkpoint ckpt) {
+        Path dir = null;
+        try {
+            dir = Files.createTempDirectory("hexforge-eval");
+            return gateText(BundledData.evalText(dir), tok, opt, ckpt);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } finally {
+            Folders.deleteQuietly(dir);
+        }
+    }
+
+    private static void deleteIfEmpty(Path dir) {
+        try {
+            Files.deleteIfExists(dir);
+        } catch (IOException e) {
+            // not empty: what a caller left there stays
+        }
+    }
+
+    private static Result run(Checkpoint ckpt, QuantizeOptions opt, GateText text, CalibrationSet set, Path out, Path scratch,
+                              Progress progress, long t0) throws IOException {
+        progress.update("float baseline", 0, 4);
+        // first, while the heap holds no weights: ONNX Runtime holds the float model in native memory
+        Perplexity.Scored fp = FloatBaseline.of(ckpt, text, opt.cache(), scratch.resolve("float"));
+
+        progress.update("quantize", 1, 4);
         DecoderWeights base = DecoderWeights.load(ckpt);
         QuantizedModel qm;
-        CoverageReport coverage = null;
-        List<String> warnings = new ArrayList<>();
+        CoverageReport coverage = set == null ? null : set.coverage();
+        List<String> warnings = new ArrayList<>(set == null ? List.of() : set.warnings());
         Map<String, GptqRunner.LayerError> outputErrors = new HashMap<>();
         List<Awq.GroupError> awqGroups = null;
         SensitivityScan.Result scan = null;
         List<String> keep = opt.keep();
-        CalibrationSet set = null;
-        if (opt.calibration() != null && (!opt.method().equals("rtn") || opt.autoKeepPercent() > 0)) {
-            QuantizeOptions.Calibration cal = opt.calibration();
-            try (Tokenizer tok = Tokenizer.load(ckpt.dir())) {
-                set = CalibrationSet.load(cal.file(), tok, cal.samples(),
-                        Math.min(cal.length(), ckpt.config().maxPositionEmbeddings()), cal.seed());
-            }
-            coverage = set.coverage();
-            warnings.addAll(set.warnings());
-        }
         if (opt.autoKeepPercent() > 0) {
             scan = SensitivityScan.run(base, set, opt.spec(), opt.autoKeepPercent());
             keep = new ArrayList<>(keep);
@@ -94,76 +147,39 @@ public final class QuantizePipeline {
         if (qm.linears().isEmpty()) {
             throw new QuantizationException("every linear matched a --keep pattern " + keep + "; nothing to quantize");
         }
+        qm = qm.withEmbeddings(base, opt.head());
         List<QuantizationReport.LayerReport> layers = new ArrayList<>();
         for (Map.Entry<String, QuantizedLinear> e : qm.linears().entrySet()) {
             layers.add(layerReport(e.getKey(), ckpt.floats(e.getKey()), e.getValue(), outputErrors.get(e.getKey())));
         }
-        progress.update("evaluate", 1, 3);
-        DecoderForward fp = new DecoderForward(base);
-        DecoderForward quant = new DecoderForward(qm.fakeQuantized(base));
-        Double fpPpl = null;
-        Double qPpl = null;
-        double agreement;
-        try (Tokenizer tok = Tokenizer.load(ckpt.dir())) {
-            if (opt.evalText() != null) {
-                int[] ids = tok.encode(readText(opt.evalText()));
-                int window = Math.min(opt.evalWindow(), ckpt.config().maxPositionEmbeddings());
-                fpPpl = Perplexity.evaluate(fp, ids, window, null).perplexity();
-                qPpl = Perplexity.evaluate(quant, ids, window, null).perplexity();
-            }
-            agreement = greedyAgreement(fp, quant, tok);
+        for (Map.Entry<String, QuantizedLinear> e : qm.embeddings().entrySet()) {
+            float[] w = e.getKey().equals(TensorNames.EMBED) ? base.embed() : base.lmHead();
+            layers.add(layerReport(e.getKey(), w, e.getValue(), null));
         }
-        Double delta = qPpl == null ? null : qPpl - fpPpl;
-        boolean passed = delta == null || delta <= opt.maxDeltaPpl();
+        base = null;
+
+        progress.update("evaluate", 2, 4);
+        LinearFormat shipped = MatMulNBitsFormat.runs(qm) ? new MatMulNBitsFormat(qm, MatMulNBitsFormat.INT8_ACTIVATIONS)
+                : new QdqFormat(qm);
+        Perplexity.Scored quant = OnnxScoring.score(ckpt, shipped, text, scratch.resolve("quantized"));
+        double fpPpl = fp.result().perplexity();
+        double qPpl = quant.result().perplexity();
+        double delta = qPpl - fpPpl;
+        boolean passed = delta <= opt.maxDeltaPpl();
         List<String> worst = layers.stream().sorted(Comparator.comparingDouble(QuantizationReport.LayerReport::relativeError).reversed())
                 .limit(5).map(l -> l.name() + String.format(" (rel. error %.4f)", l.relativeError())).toList();
         Path checkpoint = out.resolve(CHECKPOINT);
-        try {
-            Files.createDirectories(out);
-            if (passed) {
-                progress.update("write", 2, 3);
-                QuantizedCheckpoint.write(ckpt, qm, opt.method(), checkpoint);
-            }
-            QuantizationReport report = new QuantizationReport(opt.method(), opt.spec().describe(), keep, coverage,
-                    warnings, layers, awqGroups, scan, fpPpl, qPpl, delta, opt.maxDeltaPpl(), passed, agreement, worst, (System.nanoTime() - t0) / 1e9);
-            JSON.writeValue(out.resolve(REPORT).toFile(), report);
-            progress.update("done", 3, 3);
-            return new Result(report, passed ? checkpoint : null);
-        } catch (IOException e) {
-            throw new UncheckedIOException("writing " + out + ": " + e.getMessage(), e);
+        if (passed) {
+            progress.update("write", 3, 4);
+            QuantizedCheckpoint.write(ckpt, qm, opt.method(), checkpoint);
         }
-    }
-
-    private static String readText(Path p) {
-        try {
-            String s = Files.readString(p);
-            if (s.isBlank()) {
-                throw new QuantizationException(p + ": the evaluation text is empty");
-            }
-            return s;
-        } catch (java.nio.charset.MalformedInputException e) {
-            throw new QuantizationException(p + " is not valid UTF-8 text");
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
-
-    static double greedyAgreement(DecoderForward fp, DecoderForward quant, Tokenizer tok) {
-        int same = 0;
-        int total = 0;
-        for (String prompt : AGREEMENT_PROMPTS) {
-            int[] ids = tok.encode(prompt);
-            int[] a = Generator.generate(fp, ids, Generator.Options.greedy(16), null);
-            int[] b = Generator.generate(quant, ids, Generator.Options.greedy(16), null);
-            for (int i = 0; i < a.length; i++) {
-                if (a[i] != b[i]) {
-                    break;
-                }
-                same++;
-            }
-            total += a.length;
-        }
-        return (double) same / total;
+        QuantizationReport report = new QuantizationReport(opt.method(), opt.spec().describe(),
+                opt.head() == null ? "float" : opt.head().describe(), keep, coverage,
+                warnings, layers, awqGroups, scan, fpPpl, qPpl, delta, opt.maxDeltaPpl(), passed, quant.agreement(fp),
+                fp.result().scoredTokens(), worst, (System.nanoTime() - t0) / 1e9);
+        JSON.writeValue(out.resolve(REPORT).toFile(), report);
+        progress.update("done", 4, 4);
+        return new Result(report, passed ? checkpoint : null);
     }
 
     static QuantizationReport.LayerReport layerReport(String name, float[] w, QuantizedLinear q, GptqRunner.LayerError out) {

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.io.Folders;
 import dev.hexforge.safetensors.DType;
 import dev.hexforge.safetensors.SafetensorsFile;
@@ -52,13 +53,14 @@ public final class QuantizedCheckpoint {
         try {
             Folders.deleteTree(tmp);
             Files.createDirectories(tmp);
+            Map<String, QuantizedLinear> all = qm.quantized();
             List<SafetensorsWriter.Entry> model = new ArrayList<>();
             for (String name : ckpt.store().names()) {
                 TensorInfo t = ckpt.store().info(name);
-                QuantizedLinear q = qm.linears().get(name);
+                QuantizedLinear q = all.get(name);
                 float[] replaced = qm.replacedFloats().get(name);
                 if (q != null) {
-                    model.add(SafetensorsWriter.Entry.ofFloats(name, t.shape(), q.dequantize(), DType.F32));
+                    model.add(SafetensorsWriter.Entry.ofFloats(name, t.shape(), q::dequantize, DType.F32));
                 } else if (replaced != null) {
                     model.add(SafetensorsWriter.Entry.ofFloats(name, t.shape(), replaced, DType.F32));
                 } else {
@@ -67,7 +69,7 @@ public final class QuantizedCheckpoint {
             }
             SafetensorsWriter.write(tmp.resolve("model.safetensors"), Map.of("format", "pt"), model);
             List<SafetensorsWriter.Entry> params = new ArrayList<>();
-            for (var e : qm.linears().entrySet()) {
+            for (var e : all.entrySet()) {
                 QuantizedLinear q = e.getValue();
                 String b = base(e.getKey());
                 params.add(SafetensorsWriter.Entry.ofBytes(b + ".q", q.spec().symmetric() ? DType.I8 : DType.U8,
@@ -84,6 +86,10 @@ public final class QuantizedCheckpoint {
             info.put("bits", qm.spec().bits());
             info.put("group", qm.spec().groupSize());
             info.put("symmetric", qm.spec().symmetric());
+            QuantSpec head = qm.headSpec();
+            if (head != null) {
+                info.putObject("head").put("bits", head.bits()).put("group", head.groupSize()).put("symmetric", head.symmetric());
+            }
             qm.replacedFloats().keySet().forEach(info.putArray("replacedFloats")::add);
             JSON.writeValue(tmp.resolve(INFO).toFile(), info);
             ckpt.copySideFiles(tmp);
@@ -107,8 +113,10 @@ public final class QuantizedCheckpoint {
         } catch (IOException e) {
             throw new QuantizationException(dir.resolve(INFO) + ": unreadable: " + e.getMessage());
         }
-        QuantSpec spec = new QuantSpec(info.path("bits").asInt(), info.path("group").asInt(), info.path("symmetric").asBoolean());
+        QuantSpec spec = spec(info);
+        QuantSpec headSpec = info.has("head") ? spec(info.get("head")) : null;
         Map<String, QuantizedLinear> linears = new LinkedHashMap<>();
+        Map<String, QuantizedLinear> embeddings = new LinkedHashMap<>();
         Map<String, float[]> replaced = new LinkedHashMap<>();
         try (SafetensorsFile p = SafetensorsFile.open(dir.resolve(PARAMS))) {
             for (TensorInfo t : p.tensors()) {
@@ -116,23 +124,33 @@ public final class QuantizedCheckpoint {
                     continue;
                 }
                 String b = t.name().substring(0, t.name().length() - 2);
+                String weight = b + ".weight";
+                boolean embedding = weight.equals(TensorNames.EMBED) || weight.equals(TensorNames.LM_HEAD);
+                QuantSpec s = embedding ? headSpec : spec;
+                if (s == null) {
+                    throw new QuantizationException(PARAMS + ": " + b + " is quantized but " + INFO + " has no head spec");
+                }
                 int out = (int) t.dim(0);
                 int in = (int) t.dim(1);
-                if (spec.groups(in) != p.info(b + ".scale").dim(1)) {
+                if (s.groups(in) != p.info(b + ".scale").dim(1)) {
                     throw new QuantizationException(PARAMS + ": " + b + ".scale has " + p.info(b + ".scale").dim(1)
-                            + " groups, the spec needs " + spec.groups(in));
+                            + " groups, the spec needs " + s.groups(in));
                 }
                 byte[] q = new byte[out * in];
                 p.bytes(t.name()).get(q);
                 byte[] zeros = null;
-                if (!spec.symmetric()) {
+                if (!s.symmetric()) {
                     zeros = new byte[(int) p.info(b + ".zero").numel()];
                     p.bytes(b + ".zero").get(zeros);
                 }
-                linears.put(b + ".weight", new QuantizedLinear(out, in, spec, q, p.floats(b + ".scale"), zeros));
+                (embedding ? embeddings : linears).put(weight, new QuantizedLinear(out, in, s, q, p.floats(b + ".scale"), zeros));
             }
         }
         info.path("replacedFloats").forEach(n -> replaced.put(n.asText(), ckpt.floats(n.asText())));
-        return new QuantizedModel(ckpt.config(), spec, linears, replaced);
+        return new QuantizedModel(ckpt.config(), spec, linears, replaced, embeddings);
+    }
+
+    private static QuantSpec spec(JsonNode n) {
+        return new QuantSpec(n.path("bits").asInt(), n.path("group").asInt(), n.path("symmetric").asBoolean());
     }
 }

@@ -13,20 +13,66 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The quantized linears of a decoder, by Hugging Face weight name. Linears not in the map (kept in float by a
- * {@code keep} pattern) stay as they are; embeddings, norms, biases and the head are never quantized. Float tensors a
+ * The quantized tensors of a decoder, by Hugging Face weight name. {@code linears}: the decoder layers' linears under
+ * {@code spec}; those not in the map (kept in float by a {@code keep} pattern) stay as they are. {@code embeddings}:
+ * the token embedding and, when untied, the LM head, each under its own spec (RTN, INT8 per channel by default); a
+ * tied model's one tensor serves both the lookup and the head. Norms and biases are never quantized. Float tensors a
  * method rewrote (AWQ's folded norms) are in {@code replacedFloats}.
  */
 public record QuantizedModel(ModelConfig config, QuantSpec spec, Map<String, QuantizedLinear> linears,
-                             Map<String, float[]> replacedFloats) {
+                             Map<String, float[]> replacedFloats, Map<String, QuantizedLinear> embeddings) {
 
     public QuantizedModel {
         linears = Collections.unmodifiableMap(new LinkedHashMap<>(linears));
         replacedFloats = Collections.unmodifiableMap(new LinkedHashMap<>(replacedFloats));
+        embeddings = Collections.unmodifiableMap(new LinkedHashMap<>(embeddings));
+        for (String name : embeddings.keySet()) {
+            if (!name.equals(TensorNames.EMBED) && !(name.equals(TensorNames.LM_HEAD) && !config.tieWordEmbeddings())) {
+                throw new IllegalArgumentException(name + " is not a quantizable embedding of this model");
+            }
+        }
+    }
+
+    public QuantizedModel(ModelConfig config, QuantSpec spec, Map<String, QuantizedLinear> linears,
+                          Map<String, float[]> replacedFloats) {
+        this(config, spec, linears, replacedFloats, Map.of());
     }
 
     public QuantizedModel(ModelConfig config, QuantSpec spec, Map<String, QuantizedLinear> linears) {
-        this(config, spec, linears, Map.of());
+        this(config, spec, linears, Map.of(), Map.of());
+    }
+
+    /**
+     * This model with its token embedding and LM head quantized by RTN under {@code headSpec} (one tensor when tied,
+     * two otherwise); null leaves them in float.
+     */
+    public QuantizedModel withEmbeddings(DecoderWeights base, QuantSpec headSpec) {
+        if (headSpec == null) {
+            return new QuantizedModel(config, spec, linears, replacedFloats, Map.of());
+        }
+        Map<String, QuantizedLinear> e = new LinkedHashMap<>();
+        e.put(TensorNames.EMBED, Rtn.quantize(base.embed(), config.vocabSize(), config.hiddenSize(), headSpec));
+        if (!config.tieWordEmbeddings()) {
+            e.put(TensorNames.LM_HEAD, Rtn.quantize(base.lmHead(), config.vocabSize(), config.hiddenSize(), headSpec));
+        }
+        return new QuantizedModel(config, spec, linears, replacedFloats, e);
+    }
+
+    /** The spec of the embedding and head, or null when they are float. */
+    public QuantSpec headSpec() {
+        return embeddings.isEmpty() ? null : embeddings.values().iterator().next().spec();
+    }
+
+    /** The tensor the LM head reads: the embedding when tied. */
+    public String headTensor() {
+        return config.tieWordEmbeddings() ? TensorNames.EMBED : TensorNames.LM_HEAD;
+    }
+
+    /** Every quantized tensor, linears then embeddings, by weight name. */
+    public Map<String, QuantizedLinear> quantized() {
+        Map<String, QuantizedLinear> all = new LinkedHashMap<>(linears);
+        all.putAll(embeddings);
+        return all;
     }
 
     /** RTN over every decoder linear whose module name matches none of {@code keep} (e.g. "q_proj", "layers.0.mlp"). */
@@ -54,9 +100,11 @@ public record QuantizedModel(ModelConfig config, QuantSpec spec, Map<String, Qua
         return linears.get(TensorNames.weight(layer, linear));
     }
 
-    /** The float weights with every quantized linear replaced by its dequantized value (fake quantization). */
+    /** The float weights with every quantized tensor replaced by its dequantized value (fake quantization). */
     public DecoderWeights fakeQuantized(DecoderWeights base) {
-        return base.withReplacements(replacedFloats).withLinears((l, lin) -> {
+        Map<String, float[]> floats = new LinkedHashMap<>(replacedFloats);
+        embeddings.forEach((name, q) -> floats.put(name, q.dequantize()));
+        return base.withReplacements(floats).withLinears((l, lin) -> {
             QuantizedLinear q = get(l, lin);
             return q == null ? null : q.dequantize();
         });

@@ -365,7 +365,8 @@ class DeployedAsProcessesTest {
 
     /** A service that exits is a container that stops: neither file restarts one that fails at start-up. */
     void assertAllAlive(List<Process> processes) {
-        processes.forEach(p -> assertTrue(p.isAlive(), "a service exited: " + p.info().commandLine().orElse("?") + "\n" + logs()));
+        processes.forEach(p -> assertTrue(p.isAlive(), () -> "a service exited (PID " + p.pid() + ", exit code " + p.exitValue()
+                + "; its log names its PID)\n" + logs()));
     }
 
     static boolean healthy(int port) {
@@ -408,7 +409,7 @@ class DeployedAsProcessesTest {
         for (String service : MAIN.keySet()) {
             try {
                 String s = Files.readString(dir.resolve(service + ".log"));
-                sb.append("--- ").append(service).append(" ---\n").append(s.substring(Math.max(0, s.length() - 4000))).append('\n');
+                sb.append("--- ").append(service).append(" ---\n").append(s.substring(Math.max(0, s.length() - 8000))).append('\n');
             } catch (Exception e) {
                 sb.append("--- ").append(service).append(": no log\n");
             }

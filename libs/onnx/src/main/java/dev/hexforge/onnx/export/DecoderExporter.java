@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.checkpoint.ModelConfig;
+import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.io.Folders;
 import dev.hexforge.onnx.proto.Onnx.ModelProto;
 import dev.hexforge.progress.Progress;
@@ -108,7 +109,7 @@ public final class DecoderExporter {
         ExportInfo info = new ExportInfo(1, opt.variant(), opset, graphs, "onnx/" + WEIGHTS,
                 isStatic ? opt.promptLength() : 0, isStatic ? opt.contextLength() : 0, DecoderGraph.MASK_NEGATIVE,
                 c.numLayers(), c.numKvHeads(), c.headDim(), c.vocabSize(), c.maxPositionEmbeddings(), c.eosTokenIds(),
-                ckpt.name(), ExportInfo.HEXFORGE_VERSION);
+                ckpt.name(), c.tieWordEmbeddings() ? 0 : GraphParts.bytes(weights.stored(), TensorNames.EMBED), ExportInfo.HEXFORGE_VERSION);
         info.write(dir);
         return info;
     }

@@ -118,7 +118,10 @@ final class DecoderGraph {
         }
 
         String x;
-        if (first) {
+        if (first && format.handles(TensorNames.EMBED)) {
+            String scope = "/model/embed_tokens";
+            x = format.emitLookup(g, this::w, scope, g.op(scope, "Reshape", ids, g.constInt64(-1)), TensorNames.EMBED);
+        } else if (first) {
             String embedded = g.op("/model/embed_tokens", "Gather", List.of(w(TensorNames.EMBED), ids));
             x = g.op("/model/embed_tokens", "Reshape", embedded, g.constInt64(-1, c.hiddenSize()));
         } else {
@@ -145,7 +148,8 @@ final class DecoderGraph {
         }
         String normed = rmsNorm("/model/norm", x, TensorNames.FINAL_NORM);
         String head = c.tieWordEmbeddings() ? TensorNames.EMBED : TensorNames.LM_HEAD;
-        String logits2d = g.op("/lm_head", "Gemm", List.of(normed, w(head)), Attr.i("transB", 1));
+        String logits2d = format.handles(head) ? format.emit(g, this::w, "/lm_head", normed, head, null)
+                : g.op("/lm_head", "Gemm", List.of(normed, w(head)), Attr.i("transB", 1));
         if (isStatic) {
             g.opNamed("logits", "/lm_head", "Reshape", List.of(logits2d, g.constInt64(1, seq, c.vocabSize())));
             g.output("logits", DataType.FLOAT, 1L, (long) seq, (long) c.vocabSize());
@@ -208,10 +212,11 @@ final class DecoderGraph {
     private String linear(String scope, String x, int layer, Linear which) {
         String bias = c.attentionBias() && (which == Linear.Q || which == Linear.K || which == Linear.V)
                 ? w(TensorNames.bias(layer, which)) : null;
-        if (format.handles(layer, which)) {
-            return format.emit(g, this::w, scope, x, layer, which, bias);
+        String weight = TensorNames.weight(layer, which);
+        if (format.handles(weight)) {
+            return format.emit(g, this::w, scope, x, weight, bias);
         }
-        List<String> in = new ArrayList<>(List.of(x, w(TensorNames.weight(layer, which))));
+        List<String> in = new ArrayList<>(List.of(x, w(weight)));
         if (bias != null) {
             in.add(bias);
         }

@@ -16,6 +16,8 @@ import java.util.Map;
  * @param promptLength  tokens per static prompt-graph run (0 for dynamic)
  * @param contextLength positions the static graphs attend over (0 for dynamic)
  * @param maskNegative  value a static caller puts in masked attention_mask entries
+ * @param lookupBytes   bytes of the weights file only looked up, never read whole by a step: an untied model's token
+ *                      embedding (a tied one is the LM head too, which every step reads)
  */
 public record ExportInfo(
         int formatVersion,
@@ -33,6 +35,7 @@ public record ExportInfo(
         int maxPositionEmbeddings,
         List<Integer> eosTokenIds,
         String source,
+        long lookupBytes,
         String hexforgeVersion) {
 
     public static final String FILE = "export.json";
@@ -67,11 +70,12 @@ public record ExportInfo(
 
     /**
      * Bytes of weights one decode step reads: the export's one weights file (every graph, and every part of a split
-     * graph, reads its initializers from it; a tied embedding is stored once).
+     * graph, reads its initializers from it; a tied embedding is stored once and read whole as the head), less an
+     * untied embedding, of which a step reads one row.
      */
     public long weightBytes(Path dir) {
         try {
-            return Files.size(dir.resolve(weightsFile));
+            return Files.size(dir.resolve(weightsFile)) - lookupBytes;
         } catch (IOException e) {
             throw new ExportException(dir + ": cannot read the weights file " + weightsFile + ": " + e.getMessage(), e);
         }

@@ -66,8 +66,14 @@ public final class GraphParts {
         return parts;
     }
 
-    private static long bytes(Map<String, WeightFile.Stored> stored, String name) {
-        WeightFile.Stored s = stored.get(name);
-        return s == null ? 0 : s.location().length();
+    /** The bytes of the tensor {@code name}, or of the tensors a quantized format wrote for it ({@code name_...}). */
+    static long bytes(Map<String, WeightFile.Stored> stored, String name) {
+        long sum = 0;
+        for (WeightFile.Stored s : stored.values()) {
+            if (s.name().equals(name) || s.name().startsWith(name + "_")) {
+                sum += s.location().length();
+            }
+        }
+        return sum;
     }
 }

@@ -1,8 +1,6 @@
 package dev.hexforge.onnx.export;
 
 import dev.hexforge.checkpoint.Checkpoint;
-import dev.hexforge.checkpoint.TensorNames;
-import dev.hexforge.checkpoint.TensorNames.Linear;
 import dev.hexforge.onnx.proto.Onnx.TensorProto.DataType;
 import dev.hexforge.forward.Rope;
 import dev.hexforge.onnx.builder.ExternalDataWriter;
@@ -16,9 +14,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
-import java.util.Set;
 import java.util.Map;
 
 /**
@@ -57,20 +53,12 @@ public final class WeightFile {
     }
 
     /**
-     * Writes every decoder tensor the format does not handle as float32, then the format's own tensors, then the
+     * Writes every checkpoint tensor the format does not handle as float32, then the format's own tensors, then the
      * RoPE tables for {@code ropePositions} positions.
      */
     public static WeightFile write(Checkpoint ckpt, Path dataFile, int ropePositions, LinearFormat format,
                                    Progress progress) throws IOException {
         WeightFile wf = new WeightFile();
-        Set<String> skipped = new HashSet<>();
-        for (int l = 0; l < ckpt.config().numLayers(); l++) {
-            for (Linear lin : Linear.values()) {
-                if (format.handles(l, lin)) {
-                    skipped.add(TensorNames.weight(l, lin));
-                }
-            }
-        }
         long total = 0;
         for (String name : ckpt.tensors().keySet()) {
             total += ckpt.store().info(name).numel() * 4;
@@ -79,7 +67,7 @@ public final class WeightFile {
         try (ExternalDataWriter out = new ExternalDataWriter(dataFile)) {
             for (Map.Entry<String, long[]> e : ckpt.tensors().entrySet()) {
                 String name = e.getKey();
-                if (skipped.contains(name)) {
+                if (format.handles(name)) {
                     continue;
                 }
                 SafetensorsFile file = ckpt.store().file(name);

@@ -1,7 +1,5 @@
 package dev.hexforge.quant.onnx;
 
-import dev.hexforge.checkpoint.TensorNames;
-import dev.hexforge.checkpoint.TensorNames.Linear;
 import dev.hexforge.onnx.builder.ExternalDataWriter;
 import dev.hexforge.onnx.builder.GraphBuilder;
 import dev.hexforge.onnx.builder.GraphBuilder.Attr;
@@ -30,6 +28,10 @@ import java.util.function.Function;
  * activation block to int8 and runs integer dot products (the CPU fast path: decode reads the packed weights once,
  * instead of dequantizing them to float each step), {@link #EXACT} (0) computes in float32 and matches the
  * fake-quantized reference bit for bit.
+ * <p>
+ * A quantized LM head is one more MatMulNBits; the embedding lookup gathers the rows of the same packed tensors and
+ * dequantizes them with standard ops ({@code (q - zero) * scale}, exact in float32), so a tied model stores its
+ * embedding once.
  */
 public final class MatMulNBitsFormat extends QuantizedLinearFormat {
     public static final String DOMAIN = "com.microsoft";
@@ -48,13 +50,30 @@ public final class MatMulNBitsFormat extends QuantizedLinearFormat {
             throw new QuantizationException("MatMulNBits accuracy level is 0 to 4 (4: int8 activations, 0: float32), not " + accuracyLevel);
         }
         this.accuracyLevel = accuracyLevel;
-        QuantSpec s = model.spec();
+        String problem = problem(model);
+        if (problem != null) {
+            throw new QuantizationException(problem);
+        }
+    }
+
+    /** Whether MatMulNBits can hold every quantized tensor of the model. */
+    public static boolean runs(QuantizedModel model) {
+        return problem(model) == null;
+    }
+
+    private static String problem(QuantizedModel model) {
+        String p = problem(model.spec(), "");
+        return p != null || model.headSpec() == null ? p : problem(model.headSpec(), "the embedding and head: ");
+    }
+
+    private static String problem(QuantSpec s, String what) {
         if (s.bits() != 4 && s.bits() != 8) {
-            throw new QuantizationException("MatMulNBits takes 4 or 8 bits, not " + s.bits() + "; use --format qdq for other widths");
+            return what + "MatMulNBits takes 4 or 8 bits, not " + s.bits() + "; use --format qdq for other widths";
         }
         if (s.groupSize() > 0 && (Integer.bitCount(s.groupSize()) != 1 || s.groupSize() < 16 || s.groupSize() > MAX_BLOCK)) {
-            throw new QuantizationException("MatMulNBits needs a group size of 16, 32, 64, 128 or 256, not " + s.groupSize());
+            return what + "MatMulNBits needs a group size of 16, 32, 64, 128 or 256, not " + s.groupSize();
         }
+        return null;
     }
 
 
@@ -63,20 +82,20 @@ public final class MatMulNBitsFormat extends QuantizedLinearFormat {
         return Map.of(DOMAIN, 1);
     }
 
-    int blockSize(QuantizedLinear q) {
-        if (model.spec().groupSize() > 0) {
-            return model.spec().groupSize();
+    static int blockSize(QuantizedLinear q) {
+        if (q.spec().groupSize() > 0) {
+            return q.spec().groupSize();
         }
         return Math.min(PER_CHANNEL_BLOCK, Math.max(16, Integer.highestOneBit(Math.max(1, q.in() - 1)) << 1));
     }
 
     @Override
     public void writeWeights(ExternalDataWriter out, WeightFile weights) throws IOException {
-        int bits = model.spec().bits();
-        int offset = model.spec().symmetric() ? 1 << (bits - 1) : 0;
-        for (var e : model.linears().entrySet()) {
+        for (var e : tensors.entrySet()) {
             QuantizedLinear q = e.getValue();
             String base = e.getKey();
+            int bits = q.spec().bits();
+            int offset = q.spec().symmetric() ? 1 << (bits - 1) : 0;
             int block = blockSize(q);
             int blocks = (q.in() + block - 1) / block;
             int blob = block * bits / 8;
@@ -88,7 +107,7 @@ public final class MatMulNBitsFormat extends QuantizedLinearFormat {
             byte[] zps = new byte[q.out() * zpBytes];
             for (int o = 0; o < q.out(); o++) {
                 for (int j = 0; j < row.length; j++) {
-                    int grp = Math.min(j / model.spec().effectiveGroup(q.in()), groups - 1);
+                    int grp = Math.min(j / q.spec().effectiveGroup(q.in()), groups - 1);
                     row[j] = j < q.in() ? q.value(o, j) + offset : q.zero(o, grp) + offset;
                 }
                 if (bits == 4) {
@@ -111,7 +130,7 @@ public final class MatMulNBitsFormat extends QuantizedLinearFormat {
             scales.flip();
             weights.put(base + "_nbits", DataType.UINT8, new long[]{q.out(), blocks, blob}, out.write(b));
             weights.put(base + "_nbits_scales", DataType.FLOAT, new long[]{q.out(), blocks}, out.write(scales));
-            if (!model.spec().symmetric()) {
+            if (!q.spec().symmetric()) {
                 weights.put(base + "_nbits_zero_points", DataType.UINT8, new long[]{q.out(), zpBytes}, out.write(ByteBuffer.wrap(zps)));
             }
         }
@@ -126,21 +145,67 @@ public final class MatMulNBitsFormat extends QuantizedLinearFormat {
     }
 
     @Override
-    public String emit(GraphBuilder g, Function<String, String> initializer, String scope, String x, int layer,
-                       Linear linear, String bias) {
-        String base = TensorNames.weight(layer, linear);
-        QuantizedLinear q = model.get(layer, linear);
-        List<String> in = new ArrayList<>(List.of(x, initializer.apply(base + "_nbits"), initializer.apply(base + "_nbits_scales")));
-        boolean zeroPoints = !model.spec().symmetric();
+    public String emit(GraphBuilder g, Function<String, String> initializer, String scope, String x, String weight,
+                       String bias) {
+        QuantizedLinear q = tensor(weight);
+        List<String> in = new ArrayList<>(List.of(x, initializer.apply(weight + "_nbits"), initializer.apply(weight + "_nbits_scales")));
+        boolean zeroPoints = !q.spec().symmetric();
         if (zeroPoints || bias != null) {
-            in.add(zeroPoints ? initializer.apply(base + "_nbits_zero_points") : "");
+            in.add(zeroPoints ? initializer.apply(weight + "_nbits_zero_points") : "");
         }
         if (bias != null) {
             in.add("");
             in.add(bias);
         }
         return g.opIn(DOMAIN, scope, "MatMulNBits", in, 1,
-                Attr.i("K", q.in()), Attr.i("N", q.out()), Attr.i("bits", model.spec().bits()),
+                Attr.i("K", q.in()), Attr.i("N", q.out()), Attr.i("bits", q.spec().bits()),
                 Attr.i("block_size", blockSize(q)), Attr.i("accuracy_level", accuracyLevel))[0];
+    }
+
+    /**
+     * Gathers the packed rows [tokens, blocks, block * bits / 8], widens them to [tokens, blocks, block] values,
+     * subtracts the zero point (the symmetric offset, or the gathered zero points) and multiplies by the gathered
+     * scales [tokens, blocks, 1]; the padding of a last partial block is sliced off.
+     */
+    @Override
+    public String emitLookup(GraphBuilder g, Function<String, String> initializer, String scope, String ids, String weight) {
+        QuantizedLinear q = tensor(weight);
+        int bits = q.spec().bits();
+        int block = blockSize(q);
+        int blocks = (q.in() + block - 1) / block;
+        String rows = g.op(scope, "Gather", List.of(initializer.apply(weight + "_nbits"), ids), Attr.i("axis", 0));
+        String values = toFloat(g, scope, unpack(g, scope, rows, bits), -1, blocks, block);
+        String zero;
+        if (q.spec().symmetric()) {
+            zero = g.scalarFloat(1 << (bits - 1));
+        } else {
+            String zps = g.op(scope, "Gather", List.of(initializer.apply(weight + "_nbits_zero_points"), ids), Attr.i("axis", 0));
+            String flat = g.op(scope, "Reshape", unpack(g, scope, zps, bits), g.constInt64(0, -1));
+            String cut = g.op(scope, "Slice", flat, g.constInt64(0), g.constInt64(blocks), g.constInt64(1));
+            zero = toFloat(g, scope, cut, -1, blocks, 1);
+        }
+        String scales = g.op(scope, "Gather", List.of(initializer.apply(weight + "_nbits_scales"), ids), Attr.i("axis", 0));
+        String scale = g.op(scope, "Unsqueeze", scales, g.constInt64(-1));
+        String rowsF = g.op(scope, "Mul", g.op(scope, "Sub", values, zero), scale);
+        String flat = g.op(scope, "Reshape", rowsF, g.constInt64(-1, (long) blocks * block));
+        return blocks * block == q.in() ? flat
+                : g.op(scope, "Slice", flat, g.constInt64(0), g.constInt64(q.in()), g.constInt64(1));
+    }
+
+    /** Packed bytes to one value per element: 8-bit bytes as they are, 4-bit bytes as (low, high) nibble pairs. */
+    private static String unpack(GraphBuilder g, String scope, String bytes, int bits) {
+        if (bits == 8) {
+            return bytes;
+        }
+        String wide = g.op(scope, "Cast", List.of(bytes), Attr.i("to", DataType.INT64.getNumber()));
+        String sixteen = g.scalarInt64(16);
+        String low = g.op(scope, "Unsqueeze", g.op(scope, "Mod", wide, sixteen), g.constInt64(-1));
+        String high = g.op(scope, "Unsqueeze", g.op(scope, "Div", wide, sixteen), g.constInt64(-1));
+        return g.op(scope, "Concat", List.of(low, high), Attr.i("axis", -1));
+    }
+
+    private static String toFloat(GraphBuilder g, String scope, String values, long... shape) {
+        String f = g.op(scope, "Cast", List.of(values), Attr.i("to", DataType.FLOAT.getNumber()));
+        return g.op(scope, "Reshape", f, g.constInt64(shape));
     }
 }

@@ -1,7 +1,5 @@
 package dev.hexforge.quant.onnx;
 
-import dev.hexforge.checkpoint.TensorNames;
-import dev.hexforge.checkpoint.TensorNames.Linear;
 import dev.hexforge.onnx.builder.ExternalDataWriter;
 import dev.hexforge.onnx.builder.GraphBuilder;
 import dev.hexforge.onnx.builder.GraphBuilder.Attr;
@@ -16,13 +14,14 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.function.Function;
 
 /**
  * {@code DequantizeLinear(W_q [in, out], scale, zero_point) → MatMul}: the form QNN's converter and the NPU path
  * take. Per-channel specs dequantize per output column (axis 1); grouped specs are blocked along the input axis
- * (axis 0, opset 21). 4-bit values use INT4 / UINT4 (packed), other widths an 8-bit container.
+ * (axis 0, opset 21). 4-bit values use INT4 / UINT4 (packed), other widths an 8-bit container. A quantized LM head
+ * is the same; the embedding lookup gathers columns of the same dequantized [hidden, vocab] tensor (a tied model
+ * stores it once) and transposes them to rows.
  */
 public final class QdqFormat extends QuantizedLinearFormat {
 
@@ -30,15 +29,19 @@ public final class QdqFormat extends QuantizedLinearFormat {
         super(model);
     }
 
-
     @Override
     public int minOpset() {
-        QuantSpec s = model.spec();
-        return s.bits() == 4 || s.groupSize() > 0 ? 21 : 17;
+        int opset = 17;
+        for (QuantizedLinear q : tensors.values()) {
+            QuantSpec s = q.spec();
+            if (s.bits() == 4 || s.groupSize() > 0) {
+                opset = 21;
+            }
+        }
+        return opset;
     }
 
-    private DataType valueType() {
-        QuantSpec s = model.spec();
+    private static DataType valueType(QuantSpec s) {
         if (s.bits() == 4) {
             return s.symmetric() ? DataType.INT4 : DataType.UINT4;
         }
@@ -47,8 +50,9 @@ public final class QdqFormat extends QuantizedLinearFormat {
 
     @Override
     public void writeWeights(ExternalDataWriter out, WeightFile weights) throws IOException {
-        for (var e : model.linears().entrySet()) {
+        for (var e : tensors.entrySet()) {
             QuantizedLinear q = e.getValue();
+            QuantSpec s = q.spec();
             String base = e.getKey();
             int k = q.in();
             int n = q.out();
@@ -59,8 +63,8 @@ public final class QdqFormat extends QuantizedLinearFormat {
                     values[i * n + o] = q.value(o, i);
                 }
             }
-            weights.put(base + "_quantized", valueType(), new long[]{k, n}, out.write(ByteBuffer.wrap(encode(values))));
-            boolean perChannel = model.spec().groupSize() == 0;
+            weights.put(base + "_quantized", valueType(s), new long[]{k, n}, out.write(ByteBuffer.wrap(encode(values, s))));
+            boolean perChannel = s.groupSize() == 0;
             long[] paramShape = perChannel ? new long[]{n} : new long[]{groups, n};
             ByteBuffer scales = ByteBuffer.allocate(groups * n * 4).order(ByteOrder.LITTLE_ENDIAN);
             int[] zeros = new int[groups * n];
@@ -72,14 +76,14 @@ public final class QdqFormat extends QuantizedLinearFormat {
             }
             scales.flip();
             weights.put(base + "_scale", DataType.FLOAT, paramShape, out.write(scales));
-            if (!model.spec().symmetric()) {
-                weights.put(base + "_zero_point", valueType(), paramShape, out.write(ByteBuffer.wrap(encode(zeros))));
+            if (!s.symmetric()) {
+                weights.put(base + "_zero_point", valueType(s), paramShape, out.write(ByteBuffer.wrap(encode(zeros, s))));
             }
         }
     }
 
-    private byte[] encode(int[] values) {
-        if (model.spec().bits() == 4) {
+    private static byte[] encode(int[] values, QuantSpec s) {
+        if (s.bits() == 4) {
             return Nibbles.pack(values);
         }
         byte[] b = new byte[values.length];
@@ -89,19 +93,28 @@ public final class QdqFormat extends QuantizedLinearFormat {
         return b;
     }
 
-    @Override
-    public String emit(GraphBuilder g, Function<String, String> initializer, String scope, String x, int layer,
-                       Linear linear, String bias) {
-        String base = TensorNames.weight(layer, linear);
-        List<String> dqInputs = new ArrayList<>(List.of(initializer.apply(base + "_quantized"), initializer.apply(base + "_scale")));
-        if (!model.spec().symmetric()) {
-            dqInputs.add(initializer.apply(base + "_zero_point"));
+    /** The float [in, out] weight. */
+    private String dequantized(GraphBuilder g, Function<String, String> initializer, String scope, String weight) {
+        QuantSpec s = tensor(weight).spec();
+        List<String> dqInputs = new ArrayList<>(List.of(initializer.apply(weight + "_quantized"), initializer.apply(weight + "_scale")));
+        if (!s.symmetric()) {
+            dqInputs.add(initializer.apply(weight + "_zero_point"));
         }
-        QuantSpec s = model.spec();
-        String w = s.groupSize() == 0
+        return s.groupSize() == 0
                 ? g.op(scope, "DequantizeLinear", dqInputs, Attr.i("axis", 1))
                 : g.op(scope, "DequantizeLinear", dqInputs, Attr.i("axis", 0), Attr.i("block_size", s.groupSize()));
-        String y = g.op(scope, "MatMul", x, w);
+    }
+
+    @Override
+    public String emit(GraphBuilder g, Function<String, String> initializer, String scope, String x, String weight,
+                       String bias) {
+        String y = g.op(scope, "MatMul", x, dequantized(g, initializer, scope, weight));
         return bias == null ? y : g.op(scope, "Add", y, bias);
+    }
+
+    @Override
+    public String emitLookup(GraphBuilder g, Function<String, String> initializer, String scope, String ids, String weight) {
+        String columns = g.op(scope, "Gather", List.of(dequantized(g, initializer, scope, weight), ids), Attr.i("axis", 1));
+        return g.op(scope, "Transpose", List.of(columns), Attr.ints("perm", 1, 0));
     }
 }

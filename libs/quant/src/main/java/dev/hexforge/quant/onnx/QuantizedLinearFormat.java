@@ -1,22 +1,36 @@
 package dev.hexforge.quant.onnx;
 
-import dev.hexforge.checkpoint.TensorNames.Linear;
 import dev.hexforge.onnx.export.LinearFormat;
+import dev.hexforge.quant.QuantizedLinear;
 import dev.hexforge.quant.QuantizedModel;
 
 import java.util.Map;
 
-/** What every quantized linear format shares: it handles the model's quantized linears and exports its rewritten floats. */
+/**
+ * What every quantized format shares: it handles the model's quantized tensors (linears, and the embedding and head
+ * when quantized), each under its own spec, and exports its rewritten floats.
+ */
 abstract class QuantizedLinearFormat implements LinearFormat {
     protected final QuantizedModel model;
+    /** Every quantized tensor by weight name. */
+    protected final Map<String, QuantizedLinear> tensors;
 
     QuantizedLinearFormat(QuantizedModel model) {
         this.model = model;
+        this.tensors = model.quantized();
     }
 
     @Override
-    public boolean handles(int layer, Linear linear) {
-        return model.get(layer, linear) != null;
+    public boolean handles(String weight) {
+        return tensors.containsKey(weight);
+    }
+
+    protected QuantizedLinear tensor(String weight) {
+        QuantizedLinear q = tensors.get(weight);
+        if (q == null) {
+            throw new IllegalStateException(weight + " is not quantized");
+        }
+        return q;
     }
 
     @Override

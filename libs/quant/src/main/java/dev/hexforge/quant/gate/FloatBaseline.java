@@ -1,0 +1,89 @@
+package dev.hexforge.quant.gate;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.eval.Perplexity;
+import dev.hexforge.onnx.export.LinearFormat;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.security.DigestInputStream;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.stream.Stream;
+
+/**
+ * The float model's scores on the gate's windows, computed once per model and text: kept in
+ * {@code CACHE/gate-baseline/<digest>.json}, keyed by the SHA-256 of the checkpoint's config and weight files and of
+ * the scored tokens. A float export through ONNX Runtime, like the quantized one it is compared with.
+ */
+public final class FloatBaseline {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    record Cached(double perplexity, double meanNll, long scoredTokens, int windows, int droppedTrailingTokens, int[] top1) {
+    }
+
+    private FloatBaseline() {
+    }
+
+    /** @param cache the cache folder, or null to compute every time */
+    public static Perplexity.Scored of(Checkpoint ckpt, GateText text, Path cache, Path scratch) {
+        Path file = cache == null ? null : cache.resolve("gate-baseline").resolve(key(ckpt.dir(), text) + ".json");
+        if (file != null && Files.isRegularFile(file)) {
+            try {
+                Cached c = JSON.readValue(file.toFile(), Cached.class);
+                return new Perplexity.Scored(new Perplexity.Result(c.perplexity(), c.meanNll(), c.scoredTokens(), c.windows(),
+                        c.droppedTrailingTokens()), c.top1());
+            } catch (IOException e) {
+                // an unreadable entry is recomputed and replaced
+            }
+        }
+        Perplexity.Scored s = OnnxScoring.score(ckpt, LinearFormat.FLOAT, text, scratch);
+        if (file != null) {
+            Perplexity.Result r = s.result();
+            try {
+                Files.createDirectories(file.getParent());
+                Path tmp = Files.createTempFile(file.getParent(), "baseline", ".partial");
+                JSON.writeValue(tmp.toFile(), new Cached(r.perplexity(), r.meanNll(), r.scoredTokens(), r.windows(),
+                        r.droppedTrailingTokens(), s.top1()));
+                Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            } catch (IOException e) {
+                // a cache that cannot be written only costs the next run this computation
+            }
+        }
+        return s;
+    }
+
+    static String key(Path model, GateText text) {
+        try {
+            MessageDigest md = MessageDigest.getInstance("SHA-256");
+            List<Path> files;
+            try (Stream<Path> s = Files.list(model)) {
+                files = s.filter(p -> {
+                    String n = p.getFileName().toString();
+                    return n.equals("config.json") || n.endsWith(".safetensors");
+                }).sorted().toList();
+            }
+            byte[] buf = new byte[1 << 20];
+            for (Path f : files) {
+                md.update(f.getFileName().toString().getBytes());
+                try (InputStream in = new DigestInputStream(Files.newInputStream(f), md)) {
+                    while (in.read(buf) >= 0) {
+                        // the stream updates the digest
+                    }
+                }
+            }
+            md.update(text.digest().getBytes());
+            return HexFormat.of().formatHex(md.digest());
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException("reading " + model + ": " + e.getMessage(), e);
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}
