@@ -44,12 +44,12 @@ public final class SafetensorsWriter {
 
         /** A float32 array written as F32, F16 or BF16. */
         public static Entry ofFloats(String name, long[] shape, float[] values, DType dtype) {
-            return new Entry(name, dtype, shape, out -> writeFully(out, encode(values, dtype)));
+            return new Entry(name, dtype, shape, out -> writeFloats(out, values, dtype));
         }
 
         /** Floats computed only when the tensor is written, so a writer of many tensors holds one at a time. */
         public static Entry ofFloats(String name, long[] shape, java.util.function.Supplier<float[]> values, DType dtype) {
-            return new Entry(name, dtype, shape, out -> writeFully(out, encode(values.get(), dtype)));
+            return new Entry(name, dtype, shape, out -> writeFloats(out, values.get(), dtype));
         }
 
         public static Entry ofBytes(String name, DType dtype, long[] shape, ByteBuffer bytes) {
@@ -137,6 +137,39 @@ public final class SafetensorsWriter {
                 throw new UncheckedIOException("writing " + out + ": " + io.getMessage(), io);
             }
             throw (RuntimeException) e;
+        }
+    }
+
+    private static final int PIECE = 1 << 20;
+
+    /**
+     * Encodes floats a piece at a time into one direct buffer: no heap copy of the whole tensor, and no temporary direct
+     * buffer of its size (what a channel write of a heap buffer allocates).
+     */
+    static void writeFloats(WritableByteChannel ch, float[] values, DType dtype) throws IOException {
+        ByteBuffer buf = ByteBuffer.allocateDirect(PIECE * dtype.bytes()).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < values.length; i += PIECE) {
+            int n = Math.min(PIECE, values.length - i);
+            buf.clear();
+            switch (dtype) {
+                case F32 -> {
+                    buf.asFloatBuffer().put(values, i, n);
+                    buf.position(n * 4);
+                }
+                case BF16 -> {
+                    for (int j = i; j < i + n; j++) {
+                        buf.putShort(FloatConversion.floatToBf16(values[j]));
+                    }
+                }
+                case F16 -> {
+                    for (int j = i; j < i + n; j++) {
+                        buf.putShort(FloatConversion.floatToF16(values[j]));
+                    }
+                }
+                default -> throw new IllegalArgumentException("cannot encode floats as " + dtype);
+            }
+            buf.flip();
+            writeFully(ch, buf);
         }
     }
 

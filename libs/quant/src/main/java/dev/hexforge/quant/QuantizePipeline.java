@@ -183,13 +183,17 @@ public final class QuantizePipeline {
     }
 
     static QuantizationReport.LayerReport layerReport(String name, float[] w, QuantizedLinear q, GptqRunner.LayerError out) {
-        float[] d = q.dequantize();
         double err = 0;
         double norm = 0;
-        for (int i = 0; i < w.length; i++) {
-            double diff = w[i] - d[i];
-            err += diff * diff;
-            norm += (double) w[i] * w[i];
+        int g = q.spec().effectiveGroup(q.in());
+        for (int o = 0; o < q.out(); o++) {
+            for (int i = 0; i < q.in(); i++) {
+                int grp = i / g;
+                float wi = w[o * q.in() + i];
+                double diff = wi - (q.value(o, i) - q.zero(o, grp)) * q.scale(o, grp);
+                err += diff * diff;
+                norm += (double) wi * wi;
+            }
         }
         float min = Float.POSITIVE_INFINITY;
         float max = 0;
