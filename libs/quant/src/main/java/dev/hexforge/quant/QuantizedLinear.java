@@ -27,11 +27,24 @@ public record QuantizedLinear(int out, int in, QuantSpec spec, byte[] q, float[]
     /** The float32 weight this represents, [out, in]. */
     public float[] dequantize() {
         float[] w = new float[out * in];
+        int groups = groups();
         int g = spec.effectiveGroup(in);
+        boolean signed = spec.symmetric();
         for (int o = 0; o < out; o++) {
-            for (int i = 0; i < in; i++) {
-                int grp = i / g;
-                w[o * in + i] = (value(o, i) - zero(o, grp)) * scale(o, grp);
+            int row = o * in;
+            for (int grp = 0; grp < groups; grp++) {
+                float s = scales[o * groups + grp];
+                int z = zeros == null ? 0 : zeros[o * groups + grp] & 0xff;
+                int end = row + Math.min(in, (grp + 1) * g);
+                if (signed) {
+                    for (int i = row + grp * g; i < end; i++) {
+                        w[i] = (q[i] - z) * s;
+                    }
+                } else {
+                    for (int i = row + grp * g; i < end; i++) {
+                        w[i] = ((q[i] & 0xff) - z) * s;
+                    }
+                }
             }
         }
         return w;

@@ -37,13 +37,21 @@ public final class ExternalDataWriter implements Closeable {
         return aligned;
     }
 
+    /** A heap buffer is written in slices of this size, so the channel's temporary direct buffer stays small. */
+    private static final int SLICE = 1 << 22;
+
     public Location write(ByteBuffer data) throws IOException {
         long start = align();
         ByteBuffer b = data.duplicate();
         long len = b.remaining();
         long p = start;
         while (b.hasRemaining()) {
-            p += out.write(b, p);
+            ByteBuffer slice = b.isDirect() ? b : b.slice(b.position(), Math.min(SLICE, b.remaining()));
+            int n = out.write(slice, p);
+            p += n;
+            if (!b.isDirect()) {
+                b.position(b.position() + n);
+            }
         }
         position = start + len;
         return new Location(path.getFileName().toString(), start, len);

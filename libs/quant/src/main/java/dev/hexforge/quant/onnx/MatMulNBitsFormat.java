@@ -91,6 +91,7 @@ public final class MatMulNBitsFormat extends QuantizedLinearFormat {
 
     @Override
     public void writeWeights(ExternalDataWriter out, WeightFile weights) throws IOException {
+        ByteBuffer piece = ByteBuffer.allocateDirect(PIECE_BYTES);
         for (var e : tensors.entrySet()) {
             QuantizedLinear q = e.getValue();
             String base = e.getKey();
@@ -100,24 +101,12 @@ public final class MatMulNBitsFormat extends QuantizedLinearFormat {
             int blocks = (q.in() + block - 1) / block;
             int blob = block * bits / 8;
             int groups = q.groups();
-            int[] row = new int[blocks * block];
-            ByteBuffer b = ByteBuffer.allocate(q.out() * blocks * blob);
+            weights.put(base + "_nbits", DataType.UINT8, new long[]{q.out(), blocks, blob}, packedValues(out, q, piece, blocks * block));
             ByteBuffer scales = ByteBuffer.allocate(q.out() * blocks * 4).order(ByteOrder.LITTLE_ENDIAN);
             int zpBytes = (blocks * bits + 7) / 8;
             byte[] zps = new byte[q.out() * zpBytes];
+            int[] rowZeros = new int[blocks];
             for (int o = 0; o < q.out(); o++) {
-                for (int j = 0; j < row.length; j++) {
-                    int grp = Math.min(j / q.spec().effectiveGroup(q.in()), groups - 1);
-                    row[j] = j < q.in() ? q.value(o, j) + offset : q.zero(o, grp) + offset;
-                }
-                if (bits == 4) {
-                    b.put(Nibbles.pack(row));
-                } else {
-                    for (int v : row) {
-                        b.put((byte) v);
-                    }
-                }
-                int[] rowZeros = new int[blocks];
                 for (int blk = 0; blk < blocks; blk++) {
                     int grp = groups == 1 ? 0 : blk;
                     scales.putFloat(q.scale(o, grp));
@@ -126,14 +115,64 @@ public final class MatMulNBitsFormat extends QuantizedLinearFormat {
                 byte[] packed = bits == 4 ? Nibbles.pack(rowZeros) : toBytes(rowZeros);
                 System.arraycopy(packed, 0, zps, o * zpBytes, packed.length);
             }
-            b.flip();
             scales.flip();
-            weights.put(base + "_nbits", DataType.UINT8, new long[]{q.out(), blocks, blob}, out.write(b));
             weights.put(base + "_nbits_scales", DataType.FLOAT, new long[]{q.out(), blocks}, out.write(scales));
             if (!q.spec().symmetric()) {
                 weights.put(base + "_nbits_zero_points", DataType.UINT8, new long[]{q.out(), zpBytes}, out.write(ByteBuffer.wrap(zps)));
             }
         }
+    }
+
+    private static final int PIECE_BYTES = 1 << 22;
+
+    /**
+     * The values row by row as unsigned {@code bits}-bit numbers (a symmetric spec offset by 2^(bits-1)), each row
+     * padded to {@code padded} columns with its last group's zero point, packed two to a byte at 4 bits; written a
+     * piece at a time.
+     */
+    private static ExternalDataWriter.Location packedValues(ExternalDataWriter out, QuantizedLinear q, ByteBuffer piece,
+                                                            int padded) throws IOException {
+        int bits = q.spec().bits();
+        int offset = q.spec().symmetric() ? 1 << (bits - 1) : 0;
+        int in = q.in();
+        byte[] values = q.q();
+        int rowBytes = padded * bits / 8;
+        byte[] row = new byte[rowBytes];
+        long start = out.beginPiecewise();
+        piece.clear();
+        for (int o = 0; o < q.out(); o++) {
+            int from = o * in;
+            int pad = q.zero(o, q.groups() - 1) + offset;
+            if (bits == 8) {
+                for (int i = 0; i < in; i++) {
+                    row[i] = (byte) (values[from + i] + offset);
+                }
+                for (int i = in; i < padded; i++) {
+                    row[i] = (byte) pad;
+                }
+            } else {
+                boolean signed = q.spec().symmetric();
+                for (int j = 0; j < padded; j += 2) {
+                    int lo = j < in ? (signed ? values[from + j] : values[from + j] & 0xff) + offset : pad;
+                    int hi = j + 1 < in ? (signed ? values[from + j + 1] : values[from + j + 1] & 0xff) + offset : pad;
+                    row[j >> 1] = (byte) ((lo & 0x0f) | (hi & 0x0f) << 4);
+                }
+            }
+            if (piece.remaining() < rowBytes) {
+                piece.flip();
+                out.writePiece(piece);
+                piece.clear();
+            }
+            if (rowBytes > piece.capacity()) {
+                out.writePiece(ByteBuffer.wrap(row));
+            } else {
+                piece.put(row);
+            }
+        }
+        piece.flip();
+        out.writePiece(piece);
+        piece.clear();
+        return out.endPiecewise(start);
     }
 
     private static byte[] toBytes(int[] v) {

@@ -57,13 +57,9 @@ public final class QdqFormat extends QuantizedLinearFormat {
             int k = q.in();
             int n = q.out();
             int groups = q.groups();
-            int[] values = new int[k * n];
-            for (int o = 0; o < n; o++) {
-                for (int i = 0; i < k; i++) {
-                    values[i * n + o] = q.value(o, i);
-                }
-            }
-            weights.put(base + "_quantized", valueType(s), new long[]{k, n}, out.write(ByteBuffer.wrap(encode(values, s))));
+            byte[] values = transposed(q);
+            weights.put(base + "_quantized", valueType(s), new long[]{k, n},
+                    out.write(ByteBuffer.wrap(s.bits() == 4 ? packNibbles(values) : values)));
             boolean perChannel = s.groupSize() == 0;
             long[] paramShape = perChannel ? new long[]{n} : new long[]{groups, n};
             ByteBuffer scales = ByteBuffer.allocate(groups * n * 4).order(ByteOrder.LITTLE_ENDIAN);
@@ -80,6 +76,39 @@ public final class QdqFormat extends QuantizedLinearFormat {
                 weights.put(base + "_zero_point", valueType(s), paramShape, out.write(ByteBuffer.wrap(encode(zeros, s))));
             }
         }
+    }
+
+    /** The values as [in, out] bytes, transposed tile by tile so both sides are walked in cache-sized runs. */
+    static byte[] transposed(QuantizedLinear q) {
+        int k = q.in();
+        int n = q.out();
+        byte[] src = q.q();
+        byte[] t = new byte[k * n];
+        final int tile = 64;
+        for (int o0 = 0; o0 < n; o0 += tile) {
+            int o1 = Math.min(n, o0 + tile);
+            for (int i0 = 0; i0 < k; i0 += tile) {
+                int i1 = Math.min(k, i0 + tile);
+                for (int o = o0; o < o1; o++) {
+                    int row = o * k;
+                    for (int i = i0; i < i1; i++) {
+                        t[i * n + o] = src[row + i];
+                    }
+                }
+            }
+        }
+        return t;
+    }
+
+    /** Two 4-bit values to a byte, the first in the low nibble (ONNX INT4 / UINT4). */
+    static byte[] packNibbles(byte[] values) {
+        byte[] out = new byte[(values.length + 1) / 2];
+        for (int i = 0; i < values.length; i += 2) {
+            int lo = values[i] & 0x0f;
+            int hi = i + 1 < values.length ? values[i + 1] & 0x0f : 0;
+            out[i >> 1] = (byte) (lo | hi << 4);
+        }
+        return out;
     }
 
     private static byte[] encode(int[] values, QuantSpec s) {
