@@ -71,19 +71,19 @@ public final class QuantizePipeline {
             }
         }
         Path scratch = out.resolve(".gate");
+        boolean finished = false;
         try {
             Files.createDirectories(out);
-            return run(ckpt, opt, text, set, out, scratch, progress, t0);
+            Result r = run(ckpt, opt, text, set, out, scratch, progress, t0);
+            finished = true;
+            return r;
         } catch (IOException e) {
-            Folders.deleteQuietly(scratch);
-            deleteIfEmpty(out);
             throw new UncheckedIOException("writing " + out + ": " + e.getMessage(), e);
-        } catch (RuntimeException | Error e) {
-            Folders.deleteQuietly(scratch);
-            deleteIfEmpty(out);
-            throw e;
         } finally {
             Folders.deleteQuietly(scratch);
+            if (!finished) {
+                deleteIfEmpty(out);
+            }
         }
     }
 

@@ -96,7 +96,6 @@ public final class MatMulNBitsFormat extends QuantizedLinearFormat {
             QuantizedLinear q = e.getValue();
             String base = e.getKey();
             int bits = q.spec().bits();
-            int offset = q.spec().symmetric() ? 1 << (bits - 1) : 0;
             int block = blockSize(q);
             int blocks = (q.in() + block - 1) / block;
             int blob = block * bits / 8;

@@ -5,6 +5,16 @@ final class Nibbles {
     private Nibbles() {
     }
 
+    static byte[] pack(byte[] values) {
+        byte[] out = new byte[(values.length + 1) / 2];
+        for (int i = 0; i < values.length; i += 2) {
+            int lo = values[i] & 0x0f;
+            int hi = i + 1 < values.length ? values[i + 1] & 0x0f : 0;
+            out[i >> 1] = (byte) (lo | hi << 4);
+        }
+        return out;
+    }
+
     static byte[] pack(int[] values) {
         byte[] out = new byte[(values.length + 1) / 2];
         for (int i = 0; i < values.length; i++) {

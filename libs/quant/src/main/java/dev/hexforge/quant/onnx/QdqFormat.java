@@ -59,7 +59,7 @@ public final class QdqFormat extends QuantizedLinearFormat {
             int groups = q.groups();
             byte[] values = transposed(q);
             weights.put(base + "_quantized", valueType(s), new long[]{k, n},
-                    out.write(ByteBuffer.wrap(s.bits() == 4 ? packNibbles(values) : values)));
+                    out.write(ByteBuffer.wrap(s.bits() == 4 ? Nibbles.pack(values) : values)));
             boolean perChannel = s.groupSize() == 0;
             long[] paramShape = perChannel ? new long[]{n} : new long[]{groups, n};
             ByteBuffer scales = ByteBuffer.allocate(groups * n * 4).order(ByteOrder.LITTLE_ENDIAN);
@@ -98,17 +98,6 @@ public final class QdqFormat extends QuantizedLinearFormat {
             }
         }
         return t;
-    }
-
-    /** Two 4-bit values to a byte, the first in the low nibble (ONNX INT4 / UINT4). */
-    static byte[] packNibbles(byte[] values) {
-        byte[] out = new byte[(values.length + 1) / 2];
-        for (int i = 0; i < values.length; i += 2) {
-            int lo = values[i] & 0x0f;
-            int hi = i + 1 < values.length ? values[i + 1] & 0x0f : 0;
-            out[i >> 1] = (byte) (lo | hi << 4);
-        }
-        return out;
     }
 
     private static byte[] encode(int[] values, QuantSpec s) {

@@ -36,7 +36,7 @@ class QdqLayoutTest {
             }
             assertArrayEquals(e, t);
         } else {
-            assertArrayEquals(Nibbles.pack(expected), QdqFormat.packNibbles(t));
+            assertArrayEquals(Nibbles.pack(expected), Nibbles.pack(t));
         }
     }
 }
