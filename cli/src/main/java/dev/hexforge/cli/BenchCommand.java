@@ -27,6 +27,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Map;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
@@ -175,10 +176,15 @@ final class BenchCommand implements Runnable {
         int threads;
         @Option(names = "--reps", defaultValue = "3", description = "timed repetitions after two warm-ups (default ${DEFAULT-VALUE})")
         int reps;
+        @Option(names = "--profile", description = "after the timed runs, ONNX Runtime's time per op type of one decode step (a separate profiled run)")
+        boolean profile;
 
         @Override
         public Integer call() {
             model = Models.find(model);
+            if (profile && !ExportInfo.isExport(model)) {
+                throw new IllegalArgumentException("--profile: " + model + " is not an ONNX export (the profile is ONNX Runtime's)");
+            }
             double bandwidth = dev.hexforge.kernels.MemoryBandwidth.triad(threads);
             System.out.printf("memory bandwidth (triad, %d thread%s, this run; `bench bandwidth` checks it against C): %.1f GB/s%n",
                     threads, threads == 1 ? "" : "s", bandwidth / 1e9);
@@ -214,6 +220,12 @@ final class BenchCommand implements Runnable {
                 System.out.printf("decode %d tokens: min %.2f / median %.2f / max %.2f tokens/s%n", newTokens, d[0], median(d), d[d.length - 1]);
                 System.out.printf("weights read per token: %.1f MB; decode efficiency (median): %.0f%% of the bandwidth limit%n",
                         weightBytes / 1e6, 100.0 * median(d) * weightBytes / bandwidth);
+            }
+            if (profile) {
+                Map<String, Double> ops = dev.hexforge.onnx.runtime.OpProfile.profileDecode(model, threads, null, promptLen, 8);
+                double total = ops.values().stream().mapToDouble(Double::doubleValue).sum();
+                System.out.printf("one decode step, profiled (ONNX Runtime kernel time, %.2f ms in all):%n", total);
+                ops.forEach((op, ms) -> System.out.printf("  %-22s %8.3f ms  %5.1f%%%n", op, ms, 100 * ms / total));
             }
             return 0;
         }

@@ -8,6 +8,7 @@ import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.DecodeSession;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.runtime.OnnxLm;
+import dev.hexforge.onnx.runtime.OpProfile;
 import dev.hexforge.onnx.runtime.OrtSessions;
 
 import java.io.IOException;
@@ -156,29 +157,9 @@ public final class OrtBackend implements Backend {
         }
     }
 
-    /**
-     * Time per op type of one decode step, from ONNX Runtime's profiler in a separate short run (a prompt, then
-     * {@value #PROFILED_STEPS} steps), so the profiler's overhead stays out of the timed figures.
-     */
+    /** Time per op type of one decode step, from a separate profiled run ({@link OpProfile#profileDecode}). */
     private Map<String, Double> opTimings(Path bundle, int promptTokens) {
-        Path profiles = null;
-        try {
-            profiles = Files.createTempDirectory("hexforge-ort-profile");
-            try (CausalLm lm = OnnxLm.open(bundle, threads, name.equals(QNN) ? providerOptions(bundle) : null, profiles);
-                 DecodeSession s = lm.start(promptTokens + PROFILED_STEPS)) {
-                s.append(new SplittableRandom(2).ints(promptTokens, 10, Math.min(1000, lm.vocabSize())).toArray());
-                for (int i = 0; i < PROFILED_STEPS; i++) {
-                    s.append(new int[]{11 + i});
-                }
-            }
-            return dev.hexforge.onnx.runtime.OpProfile.decodeStep(profiles);
-        } catch (IOException e) {
-            throw new UncheckedIOException("profiling " + bundle + ": " + e.getMessage(), e);
-        } finally {
-            if (profiles != null) {
-                dev.hexforge.io.Folders.deleteQuietly(profiles);
-            }
-        }
+        return OpProfile.profileDecode(bundle, threads, name.equals(QNN) ? providerOptions(bundle) : null, promptTokens, PROFILED_STEPS);
     }
 
     /** The QNN provider options the compile stage wrote into the bundle's manifest. */

@@ -15,7 +15,7 @@ import java.util.Map;
 
 /**
  * Emits the ONNX graph of a Qwen2 / Llama decoder from standard ops only (no contrib ops): Gemm linears on a
- * [tokens, hidden] residual stream, RMSNorm as Mul/ReduceMean/Add/Sqrt/Div, RoPE from gathered cos/sin tables with
+ * [tokens, hidden] residual stream, RMSNorm as Pow/ReduceMean/Add/Sqrt/Div, RoPE from gathered cos/sin tables with
  * Slice/Neg/Concat, grouped-query attention by folding each KV group's query heads into the sequence axis (so no
  * Expand of the cache), and an additive float mask.
  *
@@ -223,8 +223,9 @@ final class DecoderGraph {
         return g.op(scope, "Gemm", in, Attr.i("transB", 1));
     }
 
+    /** In the shape ONNX Runtime fuses into one SimplifiedLayerNormalization (the square must be a Pow). */
     private String rmsNorm(String scope, String x, String weight) {
-        String variance = g.reduceMeanLastAxis(scope, g.op(scope, "Mul", x, x));
+        String variance = g.reduceMeanLastAxis(scope, g.op(scope, "Pow", x, g.scalarFloat(2f)));
         String std = g.op(scope, "Sqrt", g.op(scope, "Add", variance, g.scalarFloat((float) c.rmsNormEps())));
         return g.op(scope, "Mul", g.op(scope, "Div", x, std), w(weight));
     }

@@ -2,6 +2,9 @@ package dev.hexforge.onnx.runtime;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.hexforge.generate.CausalLm;
+import dev.hexforge.generate.DecodeSession;
+import dev.hexforge.io.Folders;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -11,6 +14,7 @@ import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.SplittableRandom;
 import java.util.TreeMap;
 
 /**
@@ -23,6 +27,34 @@ public final class OpProfile {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private OpProfile() {
+    }
+
+    /**
+     * Profiles a separate short run of the export in {@code bundle} — a prompt of {@code promptTokens} tokens, then
+     * {@code steps} one-token steps — so the profiler's overhead stays out of timed figures; returns
+     * {@link #decodeStep(Path)} of it.
+     *
+     * @param qnn the QNN provider options, or null for the CPU
+     */
+    public static Map<String, Double> profileDecode(Path bundle, int threads, Map<String, String> qnn, int promptTokens, int steps) {
+        Path profiles = null;
+        try {
+            profiles = Files.createTempDirectory("hexforge-ort-profile");
+            try (CausalLm lm = OnnxLm.open(bundle, threads, qnn, profiles);
+                 DecodeSession s = lm.start(promptTokens + steps)) {
+                s.append(new SplittableRandom(2).ints(promptTokens, 10, Math.min(1000, lm.vocabSize())).toArray());
+                for (int i = 0; i < steps; i++) {
+                    s.append(new int[]{11 + i});
+                }
+            }
+            return decodeStep(profiles);
+        } catch (IOException e) {
+            throw new UncheckedIOException("profiling " + bundle + ": " + e.getMessage(), e);
+        } finally {
+            if (profiles != null) {
+                Folders.deleteQuietly(profiles);
+            }
+        }
     }
 
     /** Milliseconds per decode step by op type, largest first. */
