@@ -31,6 +31,8 @@ public final class ArtifactStore {
     private static final ObjectMapper JSON = new ObjectMapper();
     private final MinioClient client;
     private final MinioClient presigner;
+    /** The same server with short timeouts, for {@link #ping()}: a readiness check must answer within a second or two. */
+    private final MinioClient prober;
 
     /** One file of a stored folder. */
     public record Entry(String path, String sha256, long size) {
@@ -51,6 +53,11 @@ public final class ArtifactStore {
         this.client = MinioClient.builder().endpoint(endpoint).credentials(accessKey, secretKey).build();
         // a fixed region: presigning then needs no round trip to the server
         this.presigner = MinioClient.builder().endpoint(publicEndpoint).region("us-east-1").credentials(accessKey, secretKey).build();
+        java.time.Duration second = java.time.Duration.ofSeconds(1);
+        this.prober = MinioClient.builder().endpoint(endpoint).credentials(accessKey, secretKey)
+                .httpClient(new okhttp3.OkHttpClient.Builder().connectTimeout(second).readTimeout(second).writeTimeout(second)
+                        .retryOnConnectionFailure(false).build())
+                .build();
         try {
             if (!client.bucketExists(BucketExistsArgs.builder().bucket(BUCKET).build())) {
                 client.makeBucket(MakeBucketArgs.builder().bucket(BUCKET).build());
@@ -63,6 +70,23 @@ public final class ArtifactStore {
             }
         } catch (Exception e) {
             throw new StoreException("object storage at " + endpoint + " is not reachable: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Asks the server whether the bucket exists (a signed request: the credentials are checked too).
+     *
+     * @throws StoreException when it does not answer within about a second, refuses, or has lost the bucket
+     */
+    public void ping() {
+        boolean exists;
+        try {
+            exists = prober.bucketExists(BucketExistsArgs.builder().bucket(BUCKET).build());
+        } catch (Exception e) {
+            throw new StoreException("object storage did not answer: " + e.getMessage(), e);
+        }
+        if (!exists) {
+            throw new StoreException("object storage has no bucket " + BUCKET);
         }
     }
 

@@ -116,13 +116,19 @@ class GatewayConfig {
         return new dev.hexforge.store.ArtifactStore(endpoint, access, secret);
     }
 
+    /** What /api/v1/ready asks: the database, the broker (with the gateway's own Kafka settings) and the object store. */
+    @Bean(destroyMethod = "close")
+    Readiness readiness(javax.sql.DataSource database, org.springframework.kafka.core.KafkaAdmin kafka, dev.hexforge.store.ArtifactStore store) {
+        return new Readiness(database, kafka.getConfigurationProperties(), store);
+    }
+
     /** The OpenAPI document's header: every /api/v1 call takes a bearer API token. */
     @Bean
     io.swagger.v3.oas.models.OpenAPI openApi() {
         return new io.swagger.v3.oas.models.OpenAPI()
                 .info(new io.swagger.v3.oas.models.info.Info().title("Hexforge API").version("v1")
                         .description("Conversion jobs (fine-tune, quantize, export, compile, sign, benchmark), model uploads, "
-                                + "signed artifacts and API tokens. Every call but /api/v1/health needs Authorization: Bearer <token>."))
+                                + "signed artifacts and API tokens. Every call but /api/v1/health and /api/v1/ready needs Authorization: Bearer <token>."))
                 .components(new io.swagger.v3.oas.models.Components().addSecuritySchemes("token",
                         new io.swagger.v3.oas.models.security.SecurityScheme().type(io.swagger.v3.oas.models.security.SecurityScheme.Type.HTTP)
                                 .scheme("bearer")))

@@ -289,13 +289,16 @@ class FleetIntegrationTest {
     }
 
     @Test
-    void everyApiCallButHealthNeedsALiveToken() throws Exception {
+    void everyApiCallButHealthAndReadinessNeedsALiveToken() throws Exception {
         assertEquals(401, call("GET", base, null, null, null).status());
         Reply bad = call("GET", base, null, null, "hxf_not-a-real-token");
         assertEquals(401, bad.status());
         assertTrue(bad.body().path("error").asText().contains("invalid"), bad.body().toString());
         assertEquals(401, call("POST", base, "{}", "application/json", null).status());
         assertEquals(200, call("GET", base.replace("/jobs", "/health"), null, null, null).status());
+        Reply ready = call("GET", base.replace("/jobs", "/ready"), null, null, null);
+        assertEquals(200, ready.status());
+        assertEquals("{\"status\":\"ready\",\"database\":\"up\",\"broker\":\"up\",\"objectStore\":\"up\"}", ready.body().toString());
     }
 
     @Test
