@@ -19,6 +19,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The store's start against a fresh S3 server: the fleet's services start together and all find the bucket. */
+@org.junit.jupiter.api.Tag("fleet")
 class ArtifactStoreStartTest {
     @TempDir
     Path dir;

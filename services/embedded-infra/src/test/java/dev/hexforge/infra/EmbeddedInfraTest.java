@@ -41,6 +41,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The three embedded servers, used for real through their ordinary clients. */
+@org.junit.jupiter.api.Tag("fleet")
 class EmbeddedInfraTest {
     @TempDir
     static Path home;

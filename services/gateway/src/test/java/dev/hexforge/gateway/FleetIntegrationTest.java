@@ -36,6 +36,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The fleet for real: Kafka, PostgreSQL and S3 (containers where Docker is, embedded otherwise), the gateway, the
  * artifact, export and quantize services, talking over REST and Kafka.
  */
+@org.junit.jupiter.api.Tag("fleet")
 @org.junit.jupiter.api.extension.ExtendWith(FleetInfra.class)
 class FleetIntegrationTest {
     static final ObjectMapper JSON = new ObjectMapper();

@@ -22,6 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Readiness against real dependencies: running, stopped and restarted, or accepting connections and never answering. */
+@org.junit.jupiter.api.Tag("fleet")
 @ExtendWith(FleetInfra.class)
 class ReadinessTest {
     @TempDir

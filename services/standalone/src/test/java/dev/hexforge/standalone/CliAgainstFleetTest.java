@@ -21,6 +21,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The standalone fleet started as `hexforge up` does, driven by the CLI's job commands as a user would. */
+@org.junit.jupiter.api.Tag("fleet")
 class CliAgainstFleetTest {
     @TempDir
     static Path home;

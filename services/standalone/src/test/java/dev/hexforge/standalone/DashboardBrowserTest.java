@@ -45,6 +45,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * loss curve and reports, download a signed file, find the benchmark row; empty states and tenant isolation; 1280 px
  * and phone width. Screenshots go to target/screenshots/.
  */
+@org.junit.jupiter.api.Tag("fleet")
 class DashboardBrowserTest {
     static final Path CHROMIUM = Path.of("/usr/bin/chromium");
     static final Path CHROMEDRIVER = Path.of("/usr/bin/chromedriver");

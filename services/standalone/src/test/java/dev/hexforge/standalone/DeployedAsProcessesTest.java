@@ -57,6 +57,7 @@ import static org.junit.jupiter.api.Assertions.fail;
  * the services need nothing but Kafka, PostgreSQL and S3 between them. What this cannot check is the images
  * themselves (jib builds them where Docker runs) and the orchestrators' own behaviour.
  */
+@org.junit.jupiter.api.Tag("fleet")
 @ExtendWith(FleetInfra.class)
 class DeployedAsProcessesTest {
     static final Path ROOT = DeployFilesTest.ROOT;

@@ -43,6 +43,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The fleet's state folder (secrets, storage, work folders) is the prize; standalone mode lets jobs read the bundled
  * fixtures and the models folder by path, nothing else.
  */
+@org.junit.jupiter.api.Tag("fleet")
 class HostileTenantTest {
     static final ObjectMapper JSON = new ObjectMapper();
     static final HttpClient HTTP = HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build();

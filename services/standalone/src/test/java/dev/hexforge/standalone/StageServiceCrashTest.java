@@ -32,6 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * back, the request is delivered to it again (its offset was never committed) and the training resumes from the
  * checkpoint in storage; the job completes with one completed attempt of the stage.
  */
+@org.junit.jupiter.api.Tag("fleet")
 @org.junit.jupiter.api.extension.ExtendWith(FleetInfra.class)
 class StageServiceCrashTest {
     static final ObjectMapper JSON = new ObjectMapper();
