@@ -16,7 +16,6 @@ import java.util.concurrent.Callable;
 final class FinetuneCommand implements Callable<Integer> {
     @picocli.CommandLine.Spec
     picocli.CommandLine.Model.CommandSpec spec;
-    private static final TrainingOptions D = TrainingOptions.defaults();
 
     @Option(names = "--model", required = true, description = "base Hugging Face folder")
     Path model;
@@ -49,19 +48,19 @@ final class FinetuneCommand implements Callable<Integer> {
     @Option(names = "--seed", descriptionKey = "finetune.seed")
     long seed;
     @Option(names = "--warmup-ratio", description = "share of steps warming up (default ${DEFAULT-VALUE})")
-    double warmup = D.warmupRatio();
+    double warmup = TrainingOptions.WARMUP_RATIO;
     @Option(names = "--schedule", description = "cosine or linear (default ${DEFAULT-VALUE})")
-    String schedule = D.schedule();
+    String schedule = TrainingOptions.SCHEDULE;
     @Option(names = "--weight-decay", description = "AdamW weight decay (default ${DEFAULT-VALUE})")
-    double weightDecay = D.weightDecay();
+    double weightDecay = TrainingOptions.WEIGHT_DECAY;
     @Option(names = "--max-grad-norm", description = "gradient clipping, 0 = off (default ${DEFAULT-VALUE})")
-    double maxGradNorm = D.maxGradNorm();
+    double maxGradNorm = TrainingOptions.MAX_GRAD_NORM;
     @Option(names = "--checkpoint-every", description = "steps between checkpoints, 0 = epochs only (default ${DEFAULT-VALUE})")
-    int checkpointEvery = D.checkpointEvery();
+    int checkpointEvery = TrainingOptions.CHECKPOINT_EVERY;
     @Option(names = "--eval-split", description = "share held out when there is no --eval (default ${DEFAULT-VALUE})")
-    double evalSplit = D.evalSplit();
+    double evalSplit = TrainingOptions.EVAL_SPLIT;
     @Option(names = "--threads", description = "worker threads (default: all cores)")
-    int threads = D.threads();
+    int threads = TrainingOptions.defaultThreads();
     @Option(names = "--json", description = "print one JSON object (the report summary) instead of text")
     boolean json;
 
@@ -69,7 +68,7 @@ final class FinetuneCommand implements Callable<Integer> {
     public Integer call() {
         SpecOptions.check(spec);
         TrainingOptions o = new TrainingOptions(r, alpha, dropout, targets, rslora, batch, accum, lr, epochs, maxLen, seed,
-                warmup, schedule, weightDecay, maxGradNorm, checkpointEvery, evalSplit, D.evalMaxNewTokens(), threads);
+                warmup, schedule, weightDecay, maxGradNorm, checkpointEvery, evalSplit, TrainingOptions.EVAL_MAX_NEW_TOKENS, threads);
         java.util.List<String> epochLines = new java.util.ArrayList<>();
         FinetunePass.Result result;
         try (ProgressBar bar = new ProgressBar("finetune")) {

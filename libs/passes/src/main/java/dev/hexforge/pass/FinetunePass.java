@@ -39,12 +39,12 @@ public final class FinetunePass {
     private FinetunePass() {
     }
 
-    /** A job spec's finetune settings; what the spec does not name keeps the trainer's defaults. */
+    /** A job spec's finetune settings; what the spec does not carry takes {@link TrainingOptions}' constants. */
     public static TrainingOptions options(JobSpec.Finetune f) {
-        TrainingOptions d = TrainingOptions.defaults();
         return new TrainingOptions(f.r(), f.alpha(), f.dropout(), f.targets(), false, f.batch(), f.accumulation(),
-                f.learningRate(), f.epochs(), f.maxLength(), f.seed(), d.warmupRatio(), d.schedule(), d.weightDecay(),
-                d.maxGradNorm(), d.checkpointEvery(), d.evalSplit(), d.evalMaxNewTokens(), d.threads());
+                f.learningRate(), f.epochs(), f.maxLength(), f.seed(), TrainingOptions.WARMUP_RATIO, TrainingOptions.SCHEDULE,
+                TrainingOptions.WEIGHT_DECAY, TrainingOptions.MAX_GRAD_NORM, TrainingOptions.CHECKPOINT_EVERY,
+                TrainingOptions.EVAL_SPLIT, TrainingOptions.EVAL_MAX_NEW_TOKENS, TrainingOptions.defaultThreads());
     }
 
     public static Result run(Inputs in, TrainingOptions o, Path out, TrainingListener listener) {

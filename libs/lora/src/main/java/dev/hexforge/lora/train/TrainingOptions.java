@@ -5,8 +5,9 @@ import dev.hexforge.lora.LoraConfig;
 import java.util.List;
 
 /**
- * Settings of a LoRA run; {@link #defaults()} are the seed's (PEFT r 8, alpha 16, dropout 0.05 on q/k/v/o, batch 4 ×
- * accumulation 8, lr 2e-4, 3 epochs).
+ * Settings of a LoRA run. The ones a job spec carries (rank, alpha, dropout, targets, batch, accumulation, learning
+ * rate, epochs, max length, seed) have their defaults in the job spec schema only; the others' defaults are the
+ * constants here, used by the CLI and the fleet alike.
  *
  * @param warmupRatio     fraction of the optimizer steps spent warming the learning rate up linearly from 0
  * @param schedule        decay after warm-up: {@code cosine} or {@code linear}, both to 0
@@ -45,9 +46,17 @@ public record TrainingOptions(int r, double alpha, double dropout, List<String> 
         }
     }
 
-    public static TrainingOptions defaults() {
-        return new TrainingOptions(8, 16, 0.05, List.of("q_proj", "k_proj", "v_proj", "o_proj"), false, 4, 8, 2e-4, 3, 256,
-                0, 0.05, "cosine", 0, 1.0, 50, 0.05, 16, Runtime.getRuntime().availableProcessors());
+    public static final double WARMUP_RATIO = 0.05;
+    public static final String SCHEDULE = "cosine";
+    public static final double WEIGHT_DECAY = 0;
+    public static final double MAX_GRAD_NORM = 1.0;
+    public static final int CHECKPOINT_EVERY = 50;
+    public static final double EVAL_SPLIT = 0.05;
+    public static final int EVAL_MAX_NEW_TOKENS = 16;
+
+    /** Worker threads unless told otherwise: every core (results do not depend on it). */
+    public static int defaultThreads() {
+        return Runtime.getRuntime().availableProcessors();
     }
 
     public LoraConfig loraConfig(String baseModel) {
