@@ -55,6 +55,13 @@ public final class StageEvents {
     }
 
     /** Tells every stage service to stop an attempt (the job was cancelled), on {@link Topics#CONTROL}. */
+    /**
+     * A stage service instance says what it can hold: the heap its JVM may grow to (Runtime.maxMemory), at
+     * {@code at}; a report older than a few intervals means the instance is gone.
+     */
+    public record ServiceReport(int schemaVersion, Stage stage, String instance, long heapBytes, Instant at) {
+    }
+
     public record Cancel(int schemaVersion, String jobId, String attemptId, Instant at) {
     }
 

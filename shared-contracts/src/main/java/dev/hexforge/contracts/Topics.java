@@ -20,6 +20,12 @@ public final class Topics {
      */
     public static final String ACCEPTED_OUTPUTS = "hexforge.accepted-outputs.v1";
 
+    /**
+     * What each stage service instance can hold ({@link StageEvents.ServiceReport}: its heap), sent when it starts
+     * and every half minute; the gateway refuses at submission a job whose model none of a stage's services can hold.
+     */
+    public static final String SERVICES = "hexforge.services.v1";
+
     private Topics() {
     }
 

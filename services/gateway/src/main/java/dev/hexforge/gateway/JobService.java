@@ -41,12 +41,15 @@ public class JobService {
 
     /** The heap of the smallest stage service (hexforge.worker-memory), 0 when the deployment does not say. */
     private final long workerMemory;
+    private final ServiceMemory serviceMemory;
 
     JobService(JobRepository jobs, AttemptRepository attempts, OutboxRepository outbox, Capabilities capabilities,
                UploadRepository uploads, OutboxRelay relay, DeviceService devices, dev.hexforge.contracts.InputPolicy policy,
                ArtifactServiceClient artifacts, @org.springframework.beans.factory.annotation.Value("${hexforge.limits.max-sequence:2048}") int maxSequence,
-               @org.springframework.beans.factory.annotation.Value("${hexforge.worker-memory:0B}") org.springframework.util.unit.DataSize workerMemory) {
+               @org.springframework.beans.factory.annotation.Value("${hexforge.worker-memory:0B}") org.springframework.util.unit.DataSize workerMemory,
+               ServiceMemory serviceMemory) {
         this.workerMemory = workerMemory.toBytes();
+        this.serviceMemory = serviceMemory;
         this.policy = policy;
         this.artifacts = artifacts;
         this.maxSequence = maxSequence;
@@ -89,7 +92,7 @@ public class JobService {
                         .map(u -> fileRef(field, u)).ifPresent(inputs::add);
             }
         });
-        if (problems.isEmpty() && model.folder() != null && workerMemory > 0) {
+        if (problems.isEmpty() && model.folder() != null && (workerMemory > 0 || serviceMemory.heard())) {
             checkMemory(spec, model.folder(), problems);
         }
         if (!problems.isEmpty()) {
@@ -213,9 +216,12 @@ public class JobService {
             return;
         }
         for (dev.hexforge.memory.MemoryPlan.Estimate e : dev.hexforge.memory.MemoryPlan.forJob(spec, config)) {
-            if (e.heap() > workerMemory) {
-                problems.add(new dev.hexforge.contracts.Problem(e.stage().id(), e.describe() + "; this fleet's stage services can have "
-                        + dev.hexforge.memory.MemoryPlan.gb(workerMemory) + " (hexforge.worker-memory)"));
+            java.util.OptionalLong reported = serviceMemory.heapOf(e.stage());
+            long limit = reported.orElse(workerMemory);
+            if (limit > 0 && e.heap() > limit) {
+                problems.add(new dev.hexforge.contracts.Problem(e.stage().id(), e.describe() + "; this fleet's " + e.stage().id()
+                        + " services can have " + dev.hexforge.memory.MemoryPlan.gb(limit)
+                        + (reported.isPresent() ? " (as they report it)" : " (hexforge.worker-memory)")));
             }
         }
     }

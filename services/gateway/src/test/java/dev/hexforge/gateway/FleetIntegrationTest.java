@@ -79,6 +79,7 @@ class FleetIntegrationTest {
         TOKENS.put("someone-else", tokens.create("someone-else", "test"));
         TOKENS.put("bench", tokens.create("bench", "test"));
         TOKENS.put("hoarder", tokens.create("hoarder", "test"));
+        TOKENS.put("planner", tokens.create("planner", "test"));
     }
 
     @AfterAll
@@ -287,6 +288,32 @@ class FleetIntegrationTest {
         assertEquals("ACCURACY_GATE", failed.path("error").path("code").asText());
         assertTrue(failed.path("stages").get(0).path("report").path("layers").size() > 0, "the report is attached");
         assertEquals(1, failed.path("stages").size(), "export never ran");
+    }
+
+    @Test
+    void aModelTheQuantizeServicesCannotHoldIsRefusedWithTheMemoryTheyReport() throws Exception {
+        // no hexforge.worker-memory here: the limit is what the quantize service (this JVM's heap) reports
+        Path big = Files.createDirectories(home.resolve("models").resolve("qwen2.5-1.5b-config-only"));
+        com.fasterxml.jackson.databind.node.ObjectNode config = (com.fasterxml.jackson.databind.node.ObjectNode)
+                JSON.readTree(Fixtures.qwen2Tiny().resolve("config.json").toFile());
+        config.put("hidden_size", 1536).put("intermediate_size", 8960).put("num_hidden_layers", 28).put("num_attention_heads", 12)
+                .put("num_key_value_heads", 2).put("vocab_size", 151936).put("max_position_embeddings", 32768);
+        JSON.writeValue(big.resolve("config.json").toFile(), config);
+        String spec = "{\"name\": \"too-big\", \"model\": {\"path\": " + JSON.writeValueAsString(big.toString())
+                + "}, \"stages\": [\"quantize\", \"export\"], \"quantize\": {\"method\": \"rtn\", \"bits\": 8}}";
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        Reply r = call("POST", base, spec, "application/json", "planner");
+        while (r.status() != 400 && System.nanoTime() < deadline) { // the services report once they are up
+            Thread.sleep(500);
+            r = call("POST", base, spec, "application/json", "planner");
+        }
+        assertEquals(400, r.status(), String.valueOf(r.body()));
+        JsonNode problem = r.body().path("problems").get(0);
+        assertEquals("quantize", problem.path("path").asText(), r.body().toString());
+        String heap = dev.hexforge.memory.MemoryPlan.gb(Runtime.getRuntime().maxMemory());
+        assertTrue(problem.path("message").asText().endsWith("this fleet's quantize services can have " + heap + " (as they report it)"),
+                r.body().toString());
+        assertEquals(1, r.body().path("problems").size(), "export streams: it fits");
     }
 
     @Test

@@ -55,6 +55,9 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
     private KafkaListenerEndpointRegistry registry;
     private dev.hexforge.contracts.InputPolicy inputs = dev.hexforge.contracts.InputPolicy.denyAll();
     private long cacheBytes = 20L << 30;
+    private final String instance = java.util.UUID.randomUUID().toString();
+    private Duration reportEvery = Duration.ofSeconds(30);
+    private java.util.concurrent.ScheduledExecutorService reports;
 
     protected StageWorker(Stage stage, KafkaTemplate<String, String> kafka, ArtifactStore store, Path work,
                           Duration progressInterval) {
@@ -69,8 +72,10 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
     @Autowired
     void configure(@Value("${hexforge.worker.threads:1}") int threads, @Value("${hexforge.worker.heartbeat:10s}") Duration heartbeat,
                    @Value("${hexforge.worker.cache-size:20GB}") org.springframework.util.unit.DataSize cache,
+                   @Value("${hexforge.worker.report-interval:30s}") Duration reportEvery,
                    KafkaListenerEndpointRegistry registry, dev.hexforge.contracts.InputPolicy inputs) {
         this.threads = Math.max(1, threads);
+        this.reportEvery = reportEvery;
         this.heartbeat = heartbeat;
         this.cacheBytes = cache.toBytes();
         this.registry = registry;
@@ -101,6 +106,38 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
         if (pool != null) {
             pool.shutdownNow();
             beats.shutdownNow();
+        }
+        synchronized (this) {
+            if (reports != null) {
+                reports.shutdownNow();
+            }
+        }
+    }
+
+    /**
+     * Tells the gateway what this service can hold (its heap) once the service is up and every
+     * {@code hexforge.worker.report-interval}, so a job no instance of the stage can hold is refused at submission.
+     */
+    @org.springframework.context.event.EventListener(org.springframework.context.event.ContextRefreshedEvent.class)
+    public synchronized void startReports() {
+        if (reports != null) {
+            return;
+        }
+        reports = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "hexforge-" + stage.id() + "-reports");
+            t.setDaemon(true);
+            return t;
+        });
+        reports.scheduleWithFixedDelay(this::report, 0, Math.max(100, reportEvery.toMillis()), TimeUnit.MILLISECONDS);
+    }
+
+    /** Best effort: a report lost is followed by the next. */
+    void report() {
+        try {
+            kafka.send(Topics.SERVICES, stage.id(), ContractsJson.write(new StageEvents.ServiceReport(StageEvents.SCHEMA_VERSION,
+                    stage, instance, Runtime.getRuntime().maxMemory(), Instant.now())));
+        } catch (RuntimeException e) {
+            LOG.debug("report to {} not sent: {}", Topics.SERVICES, e.getMessage());
         }
     }
 
