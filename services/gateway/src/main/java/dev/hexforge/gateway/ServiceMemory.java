@@ -35,20 +35,27 @@ class ServiceMemory {
             if (r.stage() != null && r.instance() != null && r.at() != null && r.heapBytes() > 0) {
                 byInstance.merge(r.instance() + "/" + r.stage().id(), r, (old, now) -> now.at().isAfter(old.at()) ? now : old);
             }
+            forgetTheGone();
         } catch (RuntimeException e) { // a report the gateway cannot read is not worth a dead letter: the next one follows
             LOG.warn("unreadable service report on {}: {}", Topics.SERVICES, e.getMessage());
         }
     }
 
-    /** Whether any stage service has reported. */
+    /** Whether any stage service has reported within {@link #LIVE}. */
     boolean heard() {
+        forgetTheGone();
         return !byInstance.isEmpty();
     }
 
     /** The smallest heap among the instances of {@code stage} that reported within {@link #LIVE}; empty if none did. */
     OptionalLong heapOf(Stage stage) {
+        forgetTheGone();
+        return byInstance.values().stream().filter(r -> r.stage() == stage).mapToLong(StageEvents.ServiceReport::heapBytes).min();
+    }
+
+    /** A restarted service reports under a new instance id: the old one's entry goes once it is stale. */
+    private void forgetTheGone() {
         Instant since = Instant.now().minus(LIVE);
-        return byInstance.values().stream().filter(r -> r.stage() == stage && r.at().isAfter(since))
-                .mapToLong(StageEvents.ServiceReport::heapBytes).min();
+        byInstance.values().removeIf(r -> !r.at().isAfter(since));
     }
 }
