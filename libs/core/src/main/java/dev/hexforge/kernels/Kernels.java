@@ -1,7 +1,7 @@
 package dev.hexforge.kernels;
 
 import java.util.concurrent.ForkJoinPool;
-import java.util.concurrent.RecursiveAction;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Dense numeric primitives over one array type: {@code float[]} for training and calibration, {@code double[]} for
@@ -267,23 +267,71 @@ public abstract class Kernels<A> implements AutoCloseable {
             return;
         }
         int chunks = Math.max(1, Math.min(rows / align, threads * 4));
-        pool.invoke(new RecursiveAction() {
-            @Override
-            protected void compute() {
-                RecursiveAction[] parts = new RecursiveAction[chunks];
-                for (int c = 0; c < chunks; c++) {
-                    int from = (int) ((long) rows * c / chunks) / align * align;
-                    int to = c == chunks - 1 ? rows : (int) ((long) rows * (c + 1) / chunks) / align * align;
-                    parts[c] = new RecursiveAction() {
-                        @Override
-                        protected void compute() {
-                            body.run(from, to);
-                        }
-                    };
-                }
-                invokeAll(parts);
+        if (chunks == 1) {
+            body.run(0, rows);
+            return;
+        }
+        new Chunks(rows, chunks, align, body).run(pool, threads - 1);
+    }
+
+    /**
+     * Chunks of rows taken in turn by the calling thread and by helpers from the pool. The caller starts at once
+     * and works until none are left, then waits only for chunks already taken: a helper that wakes late finds
+     * nothing to do, so a product never waits for a parked worker to start (costly on small VMs), and a caller
+     * inside the pool cannot deadlock.
+     */
+    private static final class Chunks {
+        private final int rows;
+        private final int count;
+        private final int align;
+        private final RowRange body;
+        private final AtomicInteger next = new AtomicInteger();
+        private final AtomicInteger done = new AtomicInteger();
+        private volatile Throwable failure;
+
+        Chunks(int rows, int count, int align, RowRange body) {
+            this.rows = rows;
+            this.count = count;
+            this.align = align;
+            this.body = body;
+        }
+
+        void run(ForkJoinPool pool, int helpers) {
+            for (int i = 0; i < helpers; i++) {
+                pool.execute(this::work);
             }
-        });
+            work();
+            for (int spins = 0; done.get() < count; spins++) {
+                if (spins < 1 << 12) {
+                    Thread.onSpinWait();
+                } else {
+                    Thread.yield();
+                }
+            }
+            Throwable t = failure;
+            if (t instanceof RuntimeException e) {
+                throw e;
+            }
+            if (t instanceof Error e) {
+                throw e;
+            }
+        }
+
+        private void work() {
+            for (int c; (c = next.getAndIncrement()) < count; ) {
+                try {
+                    if (failure == null) {
+                        int from = (int) ((long) rows * c / count) / align * align;
+                        int to = c == count - 1 ? rows : (int) ((long) rows * (c + 1) / count) / align * align;
+                        body.run(from, to);
+                    }
+                } catch (Throwable t) {
+                    failure = t;
+                } finally {
+                    done.incrementAndGet();
+                }
+            }
+        }
     }
 
     @Override
