@@ -4,6 +4,7 @@ import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.checkpoint.TensorNames.Linear;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.DecodeSession;
+import dev.hexforge.kernels.Kernels;
 
 /**
  * The reference forward of a Qwen2 / Llama decoder in plain Java, following Hugging Face's float32 eager path
@@ -13,28 +14,24 @@ import dev.hexforge.generate.DecodeSession;
 public final class DecoderForward implements CausalLm {
     private final DecoderWeights w;
     private final ModelConfig c;
-    private final TensorOps ops;
+    private final Kernels<float[]> k;
     private final Rope rope;
     private final float scale;
 
-    public DecoderForward(DecoderWeights weights, TensorOps ops) {
+    public DecoderForward(DecoderWeights weights, Kernels<float[]> kernels) {
         this.w = weights;
         this.c = weights.config();
-        this.ops = ops;
+        this.k = kernels;
         this.rope = Rope.of(c, c.maxPositionEmbeddings());
         this.scale = (float) (1.0 / Math.sqrt(c.headDim()));
     }
 
     public DecoderForward(DecoderWeights weights) {
-        this(weights, TensorOps.best());
+        this(weights, Kernels.sharedFloat32());
     }
 
     public ModelConfig config() {
         return c;
-    }
-
-    public TensorOps ops() {
-        return ops;
     }
 
     @Override
@@ -190,12 +187,12 @@ public final class DecoderForward implements CausalLm {
     private float[] head(float[] x, Scratch s) {
         rmsNorm(x, w.finalNorm(), s.normed);
         float[] logits = new float[c.vocabSize()];
-        ops.matVec(w.lmHead(), c.vocabSize(), c.hiddenSize(), s.normed, 0, logits, 0);
+        k.matVec(w.lmHead(), c.vocabSize(), c.hiddenSize(), s.normed, 0, logits, 0);
         return logits;
     }
 
     private void linear(DecoderWeights.Layer L, Linear which, float[] in, float[] out, int rows, int cols) {
-        ops.matVec(L.weight(which), rows, cols, in, 0, out, 0);
+        k.matVec(L.weight(which), rows, cols, in, 0, out, 0);
         float[] b = L.bias(which);
         if (b != null) {
             for (int i = 0; i < rows; i++) {
@@ -205,9 +202,9 @@ public final class DecoderForward implements CausalLm {
         DecoderWeights.LowRankDelta lora = L.adapter(which);
         if (lora != null) {
             float[] ax = new float[lora.rank()];
-            ops.matVec(lora.a(), lora.rank(), cols, in, 0, ax, 0);
+            k.matVec(lora.a(), lora.rank(), cols, in, 0, ax, 0);
             for (int i = 0; i < rows; i++) {
-                out[i] += lora.scale() * ops.dot(lora.b(), i * lora.rank(), ax, 0, lora.rank());
+                out[i] += lora.scale() * (float) k.dot(lora.b(), i * lora.rank(), ax, 0, lora.rank());
             }
         }
     }
@@ -228,7 +225,7 @@ public final class DecoderForward implements CausalLm {
             int qOff = head * d;
             float max = Float.NEGATIVE_INFINITY;
             for (int j = 0; j < len; j++) {
-                float sc = ops.dot(s.q, qOff, keys, j * kv + kvOff, d) * scale;
+                float sc = (float) k.dot(s.q, qOff, keys, j * kv + kvOff, d) * scale;
                 s.scores[j] = sc;
                 max = Math.max(max, sc);
             }
@@ -239,7 +236,7 @@ public final class DecoderForward implements CausalLm {
                 sum += e;
             }
             for (int j = 0; j < len; j++) {
-                ops.axpy(s.scores[j] / sum, values, j * kv + kvOff, s.attn, qOff, d);
+                k.axpy(s.scores[j] / sum, values, j * kv + kvOff, s.attn, qOff, d);
             }
         }
     }

@@ -197,6 +197,15 @@ public abstract class Kernels<A> implements AutoCloseable {
         }
     }
 
+    /** {@code y[yOff + r] = w[r, ·] · x[xOff ..]} for r in [0, rows): one vector through a matrix, split by rows. */
+    public void matVec(A w, int rows, int cols, A x, int xOff, A y, int yOff) {
+        forRows(rows, cols, (from, to) -> {
+            for (int r = from; r < to; r++) {
+                set(y, yOff + r, dot(w, r * cols, x, xOff, cols));
+            }
+        });
+    }
+
     /** {@code y[rows, out] (+)= x[rows, in] · w[out, in]ᵀ}. */
     public void matmulNT(A x, A w, A y, int rows, int in, int out, boolean accumulate) {
         forRows(rows, (long) in * out, (from, to) -> {

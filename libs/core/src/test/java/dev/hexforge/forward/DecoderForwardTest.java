@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.eval.Perplexity;
 import dev.hexforge.generate.Generator;
+import dev.hexforge.kernels.FloatKernels;
+import dev.hexforge.kernels.Kernels;
 import dev.hexforge.safetensors.SafetensorsFile;
 import dev.hexforge.testing.Fixtures;
 import org.junit.jupiter.api.AfterAll;
@@ -13,6 +15,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.util.Arrays;
+import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -59,10 +62,12 @@ class DecoderForwardTest {
     void logitsMatchReferenceWithBothKernels(String key) {
         int[] ids = ids(key);
         float[] expected = ref.floats(key + ".logits");
-        for (TensorOps ops : new TensorOps[]{ScalarOps.INSTANCE, new VectorOps()}) {
-            float[][] got = new DecoderForward(weights, ops).logits(ids);
-            float diff = maxAbsDiff(got, expected);
-            assertTrue(diff <= 1e-4f, ops.name() + " " + key + ": max |dlogit| = " + diff);
+        for (Kernels<float[]> k : List.of(new FloatKernels(1), Kernels.float32(2))) {
+            try (k) {
+                float[][] got = new DecoderForward(weights, k).logits(ids);
+                float diff = maxAbsDiff(got, expected);
+                assertTrue(diff <= 1e-4f, k.name() + " " + key + ": max |dlogit| = " + diff);
+            }
         }
     }
 

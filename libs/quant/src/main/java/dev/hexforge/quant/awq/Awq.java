@@ -4,7 +4,6 @@ import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.checkpoint.TensorNames.Linear;
 import dev.hexforge.forward.DecoderWeights;
-import dev.hexforge.forward.TensorOps;
 import dev.hexforge.progress.Progress;
 import dev.hexforge.quant.QuantSpec;
 import dev.hexforge.quant.QuantizedLinear;
@@ -54,7 +53,7 @@ public final class Awq {
 
     public static Result run(DecoderWeights base, CalibrationSet calib, QuantSpec spec, List<String> keep, Progress progress) {
         ModelConfig c = base.config();
-        LayerForward lf = new LayerForward(c, TensorOps.best());
+        LayerForward lf = new LayerForward(c);
         List<int[]> seqs = calib.sequences();
         List<float[]> xs = new ArrayList<>();
         for (int[] s : seqs) {

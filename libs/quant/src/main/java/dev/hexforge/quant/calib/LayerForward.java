@@ -3,7 +3,6 @@ package dev.hexforge.quant.calib;
 import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.checkpoint.TensorNames.Linear;
 import dev.hexforge.forward.Rope;
-import dev.hexforge.forward.TensorOps;
 import dev.hexforge.kernels.Kernels;
 
 /**
@@ -12,7 +11,6 @@ import dev.hexforge.kernels.Kernels;
  */
 public final class LayerForward {
     private final ModelConfig c;
-    private final TensorOps ops;
     private final Rope rope;
 
     /** Inputs of the layer's linears and its output for one sequence of {@code length} tokens, row-major. */
@@ -28,18 +26,13 @@ public final class LayerForward {
         }
     }
 
-    public LayerForward(ModelConfig c, TensorOps ops) {
+    public LayerForward(ModelConfig c) {
         this.c = c;
-        this.ops = ops;
         this.rope = Rope.of(c, c.maxPositionEmbeddings());
     }
 
     public ModelConfig config() {
         return c;
-    }
-
-    public TensorOps ops() {
-        return ops;
     }
 
     /** [rows, out] = x [rows, in] · Wᵀ (+ b). */
@@ -91,12 +84,13 @@ public final class LayerForward {
         float scale = (float) (1.0 / Math.sqrt(d));
         float[] ctx = new float[len * qs];
         float[] scores = new float[len];
+        Kernels<float[]> kernels = Kernels.sharedFloat32();
         for (int t = 0; t < len; t++) {
             for (int h = 0; h < c.numHeads(); h++) {
                 int kvOff = (h / c.groupSize()) * d;
                 float max = Float.NEGATIVE_INFINITY;
                 for (int j = 0; j <= t; j++) {
-                    scores[j] = ops.dot(q, t * qs + h * d, k, j * kvs + kvOff, d) * scale;
+                    scores[j] = (float) kernels.dot(q, t * qs + h * d, k, j * kvs + kvOff, d) * scale;
                     max = Math.max(max, scores[j]);
                 }
                 float sum = 0;
@@ -105,7 +99,7 @@ public final class LayerForward {
                     sum += scores[j];
                 }
                 for (int j = 0; j <= t; j++) {
-                    ops.axpy(scores[j] / sum, v, j * kvs + kvOff, ctx, t * qs + h * d, d);
+                    kernels.axpy(scores[j] / sum, v, j * kvs + kvOff, ctx, t * qs + h * d, d);
                 }
             }
         }

@@ -4,7 +4,6 @@ import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.checkpoint.TensorNames.Linear;
 import dev.hexforge.forward.DecoderWeights;
-import dev.hexforge.forward.TensorOps;
 import dev.hexforge.progress.Progress;
 import dev.hexforge.quant.QuantSpec;
 import dev.hexforge.quant.QuantizedLinear;
@@ -44,7 +43,7 @@ public final class GptqRunner {
     public static Result run(DecoderWeights base, CalibrationSet calib, QuantSpec spec, Gptq.Options opt, List<String> keep,
                              Progress progress) {
         ModelConfig c = base.config();
-        LayerForward lf = new LayerForward(c, TensorOps.best());
+        LayerForward lf = new LayerForward(c);
         List<float[]> xs = new ArrayList<>();
         for (int[] seq : calib.sequences()) {
             xs.add(LayerForward.embed(base.embed(), c.hiddenSize(), seq));
