@@ -162,8 +162,9 @@ class CliAgainstFleetTest {
     @Test
     void quantizeExportAndCompileGiveTheSameBytesFromTheCliAsFromTheFleet() throws Exception {
         // RTN, INT8 per channel, both formats, static graphs, compiled for ort-qnn
-        JsonNode rtn = runJob("parity-rtn", "stages: [quantize, export, compile]\nquantize:\n  method: rtn\n  bits: 8\n"
-                + "  group: 0\n  format: both\nexport:\n  variant: static\n  seq: 16\n  ctx: 64\n");
+        String rtnYaml = "stages: [quantize, export, compile, sign]\nquantize:\n  method: rtn\n  bits: 8\n"
+                + "  group: 0\n  format: both\nexport:\n  variant: static\n  seq: 16\n  ctx: 64\n";
+        JsonNode rtn = runJob("parity-rtn", rtnYaml);
         Path q = home.resolve("cli-rtn");
         Run r = cli("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--method", "rtn", "--bits", "8", "--format", "both",
                 "--variant", "static", "--seq", "16", "--ctx", "64", "--out", q.toString());
@@ -177,6 +178,32 @@ class CliAgainstFleetTest {
         Run c = cli("compile", "--model", q.resolve("qdq").toString(), "--out", bundle.toString(), "--json");
         assertEquals(0, c.exit(), c.err());
         assertEquals(sha(rtn, 2, 0), ArtifactStore.digest(bundle), "ort-qnn bundle");
+
+        // sign: signatures are randomised, so the same content, the same provenance facts, and both verify under one key
+        Path signed = home.resolve("cli-signed");
+        dev.hexforge.io.Folders.copyTree(bundle, signed);
+        Path spec = Files.writeString(home.resolve("parity-rtn-cli.yaml"), "name: parity-rtn\nmodel:\n  path: "
+                + Fixtures.qwen2Tiny() + "\n" + rtnYaml);
+        Path key = Standalone.signingKey(home);
+        assertEquals(0, cli("sign", signed.toString(), "--key", key.toString(), "--provenance", "--spec", spec.toString(),
+                "--material", "base-model:" + Fixtures.qwen2Tiny() + "=" + Fixtures.qwen2Tiny()).exit(), "CLI sign");
+        Path fromFleet = home.resolve("fleet-signed");
+        Run dl = cli("download", rtn.path("stages").get(3).path("outputs").get(0).path("id").asText(), "--out", fromFleet.toString());
+        assertEquals(0, dl.exit(), "the fleet's signed bundle downloads and verifies: " + dl.err());
+        java.security.PublicKey fleetKey = dev.hexforge.signing.Keys.publicOf(dev.hexforge.signing.Keys.readPrivate(key));
+        JsonNode cliFacts = dev.hexforge.signing.Provenance.verify(signed, fleetKey);
+        JsonNode fleetFacts = dev.hexforge.signing.Provenance.verify(fromFleet, fleetKey);
+        assertEquals(fleetFacts.path("subject").path(0).path("digest"), cliFacts.path("subject").path(0).path("digest"),
+                "the provenance of both names the same bundle");
+        assertEquals(fleetFacts.at("/predicate/runDetails/builder/version"), cliFacts.at("/predicate/runDetails/builder/version"),
+                "the same tool versions");
+        assertEquals(fleetFacts.at("/predicate/buildDefinition/externalParameters"), cliFacts.at("/predicate/buildDefinition/externalParameters"),
+                "the same job spec");
+        JsonNode base = cliFacts.at("/predicate/buildDefinition/resolvedDependencies/0");
+        assertTrue(fleetFacts.at("/predicate/buildDefinition/resolvedDependencies").toString().contains(base.path("digest").path("sha256").asText()),
+                "the same base model digest: " + fleetFacts + " / " + base);
+        Path pub = Files.writeString(home.resolve("fleet.pub.pem"), dev.hexforge.signing.Keys.publicPem(fleetKey));
+        assertEquals(0, cli("verify", signed.toString(), "--key", pub.toString(), "--provenance").exit(), "the CLI's model signature");
 
         // GPTQ and AWQ, INT4 in groups, on the same calibration sample
         String calib = "  calibrationSamples: 16\n  calibrationLength: 128\n";
