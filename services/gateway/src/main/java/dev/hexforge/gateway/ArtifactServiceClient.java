@@ -2,7 +2,6 @@ package dev.hexforge.gateway;
 
 import com.fasterxml.jackson.core.type.TypeReference;
 import dev.hexforge.contracts.ContractsJson;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.http.HttpStatusCode;
 import org.springframework.stereotype.Component;
 import org.springframework.web.client.HttpStatusCodeException;
@@ -32,10 +31,9 @@ class ArtifactServiceClient {
         }
     }
 
-    ArtifactServiceClient(@Value("${hexforge.artifact-service.url}") String base,
-                          @Value("${hexforge.internal-token:}") String token) {
-        this.base = base;
-        this.http = RestClient.builder().baseUrl(base).defaultHeader("X-Hexforge-Internal", token).build();
+    ArtifactServiceClient(GatewayProperties settings) {
+        this.base = settings.artifactService().url();
+        this.http = RestClient.builder().baseUrl(base).defaultHeader("X-Hexforge-Internal", settings.internalToken()).build();
     }
 
     Map<String, Object> get(Function<UriBuilder, URI> uri) {

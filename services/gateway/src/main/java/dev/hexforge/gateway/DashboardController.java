@@ -1,7 +1,6 @@
 package dev.hexforge.gateway;
 
 import jakarta.servlet.http.HttpServletResponse;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.ResponseCookie;
 import org.springframework.web.bind.annotation.GetMapping;
@@ -27,12 +26,11 @@ class DashboardController {
     private final String exampleModel;
     private final String exampleFinetuneData;
 
-    DashboardController(TokenService tokens, UiSessionService sessions, @Value("${hexforge.examples.model-path:}") String exampleModel,
-                        @Value("${hexforge.examples.finetune-data:}") String exampleFinetuneData) {
+    DashboardController(TokenService tokens, UiSessionService sessions, GatewayProperties settings) {
         this.tokens = tokens;
         this.sessions = sessions;
-        this.exampleModel = exampleModel;
-        this.exampleFinetuneData = exampleFinetuneData;
+        this.exampleModel = settings.examples().modelPath();
+        this.exampleFinetuneData = settings.examples().finetuneData();
     }
 
     /** What the submit form offers as a starting point (in standalone mode: the bundled tiny model and LoRA task). */

@@ -7,7 +7,6 @@ import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.contracts.Topics;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.scheduling.annotation.Scheduled;
 import org.springframework.stereotype.Service;
 import org.springframework.transaction.annotation.Transactional;
@@ -38,12 +37,12 @@ public class DeviceService {
     private final Duration lease;
 
     DeviceService(DeviceRepository devices, BenchmarkTaskRepository tasks, OutboxRepository outbox, OutboxRelay relay,
-                  @Value("${hexforge.device-lease:60s}") Duration lease) {
+                  GatewayProperties settings) {
         this.devices = devices;
         this.tasks = tasks;
         this.outbox = outbox;
         this.relay = relay;
-        this.lease = lease;
+        this.lease = settings.deviceLease();
     }
 
     /** Adds a device for the tenant and returns its token (shown once). */

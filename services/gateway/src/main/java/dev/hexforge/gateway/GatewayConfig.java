@@ -2,7 +2,6 @@ package dev.hexforge.gateway;
 
 import dev.hexforge.contracts.Capabilities;
 import dev.hexforge.contracts.Stage;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
@@ -11,21 +10,21 @@ import java.util.Set;
 import java.util.stream.Collectors;
 
 @Configuration
+@org.springframework.boot.context.properties.EnableConfigurationProperties(GatewayProperties.class)
 class GatewayConfig {
     private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(GatewayConfig.class);
 
     /** What this deployment can run, from configuration (the stage services it starts). */
     @Bean
-    Capabilities capabilities(@Value("${hexforge.stages}") String stages, @Value("${hexforge.quantize-methods}") String methods,
-                              @Value("${hexforge.compile-targets}") String targets, @Value("${hexforge.benchmark-backends}") String backends) {
-        Set<Stage> s = Arrays.stream(stages.split(",")).map(String::trim).filter(x -> !x.isEmpty()).map(id -> {
+    Capabilities capabilities(GatewayProperties settings) {
+        Set<Stage> s = Arrays.stream(settings.stages().split(",")).map(String::trim).filter(x -> !x.isEmpty()).map(id -> {
             Stage st = Stage.parse(id);
             if (st == null) {
                 throw new IllegalArgumentException("hexforge.stages: unknown stage '" + id + "'");
             }
             return st;
         }).collect(Collectors.toSet());
-        return new Capabilities(s, split(methods), split(targets), split(backends));
+        return new Capabilities(s, split(settings.quantizeMethods()), split(settings.compileTargets()), split(settings.benchmarkBackends()));
     }
 
     /**
@@ -37,7 +36,7 @@ class GatewayConfig {
     @Bean
     org.springframework.kafka.listener.CommonErrorHandler stageEventErrors(
             org.springframework.kafka.core.KafkaTemplate<String, String> kafka, JobService jobs,
-            @Value("${hexforge.event-retries:5}") int retries, @Value("${hexforge.event-retry-backoff:1s}") java.time.Duration backoff) {
+            GatewayProperties settings) {
         org.springframework.kafka.listener.DeadLetterPublishingRecoverer dead = new org.springframework.kafka.listener.DeadLetterPublishingRecoverer(
                 kafka, (record, ex) -> new org.apache.kafka.common.TopicPartition(dev.hexforge.contracts.Topics.STAGE_EVENTS_DEAD, -1));
         org.springframework.kafka.listener.ConsumerRecordRecoverer recoverer = (record, ex) -> {
@@ -60,7 +59,7 @@ class GatewayConfig {
             }
         };
         org.springframework.kafka.listener.DefaultErrorHandler handler = new org.springframework.kafka.listener.DefaultErrorHandler(
-                recoverer, new org.springframework.util.backoff.FixedBackOff(backoff.toMillis(), retries));
+                recoverer, new org.springframework.util.backoff.FixedBackOff(settings.eventRetryBackoff().toMillis(), settings.eventRetries()));
         handler.addNotRetryableExceptions(IllegalArgumentException.class); // unreadable or inconsistent: the same every time
         return handler;
     }
@@ -104,16 +103,13 @@ class GatewayConfig {
 
     /** The server folders a job may name as inputs (none unless the operator lists them); stage services check again. */
     @Bean
-    dev.hexforge.contracts.InputPolicy inputPolicy(@Value("${hexforge.input-roots:}") String roots,
-                                                   @Value("${hexforge.input-denied:}") String denied) {
-        return dev.hexforge.contracts.InputPolicy.of(roots, denied);
+    dev.hexforge.contracts.InputPolicy inputPolicy(GatewayProperties settings) {
+        return dev.hexforge.contracts.InputPolicy.of(settings.inputRoots(), settings.inputDenied());
     }
 
     @Bean
-    dev.hexforge.store.ArtifactStore artifactStore(@Value("${hexforge.s3.endpoint}") String endpoint,
-                                                   @Value("${hexforge.s3.access-key}") String access,
-                                                   @Value("${hexforge.s3.secret-key}") String secret) {
-        return new dev.hexforge.store.ArtifactStore(endpoint, access, secret);
+    dev.hexforge.store.ArtifactStore artifactStore(GatewayProperties settings) {
+        return new dev.hexforge.store.ArtifactStore(settings.s3().endpoint(), settings.s3().accessKey(), settings.s3().secretKey());
     }
 
     /** What /api/v1/ready asks: the database, the broker (with the gateway's own Kafka settings) and the object store. */

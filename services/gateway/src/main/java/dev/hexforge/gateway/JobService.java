@@ -45,14 +45,12 @@ public class JobService {
 
     JobService(JobRepository jobs, AttemptRepository attempts, OutboxRepository outbox, Capabilities capabilities,
                UploadRepository uploads, OutboxRelay relay, DeviceService devices, dev.hexforge.contracts.InputPolicy policy,
-               ArtifactServiceClient artifacts, @org.springframework.beans.factory.annotation.Value("${hexforge.limits.max-sequence:2048}") int maxSequence,
-               @org.springframework.beans.factory.annotation.Value("${hexforge.worker-memory:0B}") org.springframework.util.unit.DataSize workerMemory,
-               ServiceMemory serviceMemory) {
-        this.workerMemory = workerMemory.toBytes();
+               ArtifactServiceClient artifacts, GatewayProperties settings, ServiceMemory serviceMemory) {
+        this.workerMemory = settings.workerMemory().toBytes();
         this.serviceMemory = serviceMemory;
         this.policy = policy;
         this.artifacts = artifacts;
-        this.maxSequence = maxSequence;
+        this.maxSequence = settings.limits().maxSequence();
         this.relay = relay;
         this.devices = devices;
         this.uploads = uploads;
@@ -255,19 +253,8 @@ public class JobService {
 
     private void dispatch(JobEntity j, JobSpec spec, Stage stage, List<ArtifactRef> inputs) {
         Instant now = Instant.now();
-        AttemptEntity a = new AttemptEntity();
-        a.id = UUID.randomUUID();
-        a.jobId = j.id;
-        a.stage = stage.id();
-        a.attemptNo = (int) attempts.findByJobIdOrderByStartedAtAsc(j.id).stream().filter(x -> x.stage.equals(stage.id())).count() + 1;
-        a.state = AttemptEntity.State.DISPATCHED;
-        a.inputs = ContractsJson.write(inputs);
-        a.startedAt = now;
-        a.updatedAt = now;
-        attempts.save(a);
-        j.currentStage = stage.id();
-        j.currentAttempt = a.id;
-        j.updatedAt = now;
+        int earlier = (int) attempts.findByJobIdOrderByStartedAtAsc(j.id).stream().filter(x -> x.stage.equals(stage.id())).count();
+        AttemptEntity a = attempts.save(JobStateMachine.dispatch(j, stage, earlier, ContractsJson.write(inputs), now));
         if (stage == Stage.BENCHMARK) { // device runners pull these over REST; no stage service consumes them
             JobSpec.Benchmark b = spec.benchmark();
             devices.queue(a.id, j, new dev.hexforge.contracts.DeviceMessages.BenchmarkTask(a.id.toString(), j.id.toString(),
@@ -299,77 +286,33 @@ public class JobService {
         }
         AttemptEntity a = found.get();
         JobEntity j = job.get();
-        if (!a.id.equals(j.currentAttempt) || j.state != JobEntity.State.RUNNING) {
+        JobSpec spec = e instanceof StageEvents.Completed ? ContractsJson.read(j.spec, JobSpec.class) : null; // progress is frequent
+        JobStateMachine.Outcome outcome = JobStateMachine.apply(j, a, spec == null ? List.of() : spec.stageList(), e, Instant.now());
+        if (!outcome.applied()) {
             LOG.info("event {} for superseded attempt {} of job {} ignored", e.getClass().getSimpleName(), a.id, j.id);
             return null;
         }
-        if (!a.stage.equals(e.stage().id())) {
-            throw new IllegalArgumentException("a " + e.stage().id() + " event for attempt " + a.id + ", which is of the " + a.stage + " stage");
-        }
-        if (e instanceof StageEvents.Completed c && e.stage() != Stage.BENCHMARK && (c.outputs() == null || c.outputs().isEmpty())) {
-            throw new IllegalArgumentException("a completed " + a.stage + " event without outputs (every " + a.stage + " attempt stores one)");
-        }
-        Instant now = Instant.now();
-        a.updatedAt = now;
-        j.updatedAt = now;
-        if (a.workerStartedAt == null) {
-            a.workerStartedAt = e.at();
-        }
-        if (e instanceof StageEvents.Progress p) {
-            a.state = AttemptEntity.State.RUNNING;
-            if (p.percent() >= 0) {
-                a.progress = p.percent();
-            }
-            a.message = p.message();
-            if (p.metrics() != null && !p.metrics().isEmpty()) {
-                Map<String, Object> latest = new java.util.LinkedHashMap<>();
-                if (a.metrics != null) {
-                    latest.putAll(ContractsJson.read(a.metrics, Map.class));
-                }
-                latest.putAll(p.metrics());
-                a.metrics = ContractsJson.write(latest);
-            }
-        } else if (e instanceof StageEvents.Completed c) {
+        if (e instanceof StageEvents.Completed c) {
             if (c.outputs() != null && !c.outputs().isEmpty()) { // for the catalogue, in this transaction
                 OutboxEntity accepted = new OutboxEntity();
                 accepted.topic = Topics.ACCEPTED_OUTPUTS;
                 accepted.messageKey = j.id.toString();
                 accepted.payload = ContractsJson.write(c);
-                accepted.createdAt = now;
+                accepted.createdAt = Instant.now();
                 outbox.save(accepted);
                 relay.afterCommit();
             }
-            a.state = AttemptEntity.State.COMPLETED;
-            a.workerFinishedAt = c.at();
-            a.progress = 100;
-            a.outputs = ContractsJson.write(c.outputs());
-            a.report = ContractsJson.write(c.report());
-            a.finishedAt = now;
-            JobSpec spec = ContractsJson.read(j.spec, JobSpec.class);
-            List<Stage> stages = spec.stageList();
-            int next = stages.indexOf(c.stage()) + 1;
-            if (next < stages.size()) {
+            if (outcome.next() != null) {
                 List<ArtifactRef> inputs = new java.util.ArrayList<>(c.outputs());
-                if (stages.get(next) == Stage.MERGE) { // the adapter, and the base model it is merged into
+                if (outcome.next() == Stage.MERGE) { // the adapter, and the base model it is merged into
                     inputs.addAll(baseModel(j));
                 }
-                inputs.addAll(dataInputs(spec, stages.get(next), j.tenant));
-                dispatch(j, spec, stages.get(next), inputs);
+                inputs.addAll(dataInputs(spec, outcome.next(), j.tenant));
+                dispatch(j, spec, outcome.next(), inputs);
             } else {
-                j.state = JobEntity.State.COMPLETED;
                 LOG.info("job {} completed", j.id);
             }
         } else if (e instanceof StageEvents.Failed f) {
-            a.state = AttemptEntity.State.FAILED;
-            a.finishedAt = now;
-            a.errorCode = f.error().code();
-            a.errorMessage = f.error().message();
-            a.errorHint = f.error().hint();
-            a.report = ContractsJson.write(f.report());
-            j.state = JobEntity.State.FAILED;
-            j.errorCode = f.error().code();
-            j.errorMessage = f.error().message();
-            j.errorHint = f.error().hint();
             LOG.info("job {} failed at {}: {}", j.id, f.stage().id(), f.error().message());
         }
         return j.state;
@@ -387,39 +330,19 @@ public class JobService {
         } catch (IllegalArgumentException ex) {
             return;
         }
-        job.filter(j -> j.state == JobEntity.State.RUNNING).ifPresent(j -> {
-            Instant now = Instant.now();
-            String type = e instanceof StageEvents.Progress ? "progress" : e instanceof StageEvents.Completed ? "completed" : "failed";
-            attempts.findById(UUID.fromString(e.attemptId())).filter(a -> a.id.equals(j.currentAttempt)).ifPresent(a -> {
-                a.state = AttemptEntity.State.FAILED;
-                a.finishedAt = now;
-                a.updatedAt = now;
-                a.errorCode = dev.hexforge.contracts.ErrorCode.EVENT_UNPROCESSABLE.name();
-                a.errorMessage = "the gateway could not apply the " + type + " event of this attempt: " + reason;
-            });
-            j.state = JobEntity.State.FAILED;
-            j.errorCode = dev.hexforge.contracts.ErrorCode.EVENT_UNPROCESSABLE.name();
-            j.errorMessage = "the gateway could not apply the " + e.stage().id() + " service's " + type + " event of attempt "
-                    + e.attemptId() + ": " + reason + "; the event is kept on " + Topics.STAGE_EVENTS_DEAD;
-            j.errorHint = "resume the job to run the stage again; report it if it persists";
-            j.updatedAt = now;
-            cancelAttempt(j, j.currentAttempt); // a service still running it stops; its events would be ignored anyway
-            LOG.warn("job {} failed: {}", j.id, j.errorMessage);
+        job.ifPresent(j -> {
+            AttemptEntity a = attempts.findById(UUID.fromString(e.attemptId())).orElse(null);
+            if (JobStateMachine.unprocessable(j, a, e, reason, Topics.STAGE_EVENTS_DEAD, Instant.now())) {
+                cancelAttempt(j, j.currentAttempt); // a service still running it stops; its events would be ignored anyway
+                LOG.warn("job {} failed: {}", j.id, j.errorMessage);
+            }
         });
     }
 
     @Transactional
     public JobEntity cancel(UUID id, String tenant) {
         JobEntity j = jobs.findByIdAndTenant(id, tenant).orElseThrow(() -> new JobNotFoundException(id));
-        if (j.state != JobEntity.State.RUNNING) {
-            throw new IllegalStateException("job " + id + " is " + j.state.name().toLowerCase() + "; only running jobs can be cancelled");
-        }
-        j.state = JobEntity.State.CANCELLED;
-        j.updatedAt = Instant.now();
-        attempts.findById(j.currentAttempt).ifPresent(a -> {
-            a.state = AttemptEntity.State.CANCELLED;
-            a.finishedAt = Instant.now();
-        });
+        JobStateMachine.cancel(j, attempts.findById(j.currentAttempt).orElse(null), Instant.now());
         cancelAttempt(j, j.currentAttempt);
         LOG.info("job {} cancelled at {}", j.id, j.currentStage);
         return j;
@@ -442,15 +365,9 @@ public class JobService {
     @Transactional
     public JobEntity resume(UUID id, String tenant) {
         JobEntity j = jobs.findByIdAndTenant(id, tenant).orElseThrow(() -> new JobNotFoundException(id));
-        if (j.state != JobEntity.State.FAILED && j.state != JobEntity.State.CANCELLED) {
-            throw new IllegalStateException("job " + id + " is " + j.state.name().toLowerCase() + "; only failed or cancelled jobs can be resumed");
-        }
+        JobStateMachine.resume(j);
         AttemptEntity last = attempts.findById(j.currentAttempt).orElseThrow();
         List<ArtifactRef> inputs = List.of(ContractsJson.read(last.inputs, ArtifactRef[].class));
-        j.state = JobEntity.State.RUNNING;
-        j.errorCode = null;
-        j.errorMessage = null;
-        j.errorHint = null;
         dispatch(j, ContractsJson.read(j.spec, JobSpec.class), Stage.parse(last.stage), inputs);
         return j;
     }
@@ -464,32 +381,18 @@ public class JobService {
     public boolean redispatchStalled(UUID attemptId, java.time.Duration silence, int maxAttempts) {
         AttemptEntity a = attempts.findById(attemptId).orElse(null);
         JobEntity j = a == null ? null : jobs.findById(a.jobId).orElse(null);
-        if (j == null || j.state != JobEntity.State.RUNNING || !a.id.equals(j.currentAttempt)
-                || (a.state != AttemptEntity.State.RUNNING && a.state != AttemptEntity.State.DISPATCHED)) {
+        if (j == null) {
+            return false;
+        }
+        JobStateMachine.Stall stall = JobStateMachine.stalled(j, a, silence, maxAttempts, Instant.now());
+        if (stall == JobStateMachine.Stall.NOT_CURRENT) {
             return false;
         }
         cancelAttempt(j, a.id); // should the silent service wake up, it stops instead of racing the next attempt
-        Instant now = Instant.now();
-        String msg = a.state == AttemptEntity.State.DISPATCHED
-                ? "no " + a.stage + " service started the attempt within " + silence.toSeconds() + " s (its request was lost, or "
-                + "every " + a.stage + " service was busy or down)"
-                : "no progress from the " + a.stage + " service for " + silence.toSeconds() + " s (it stopped or hangs)";
-        a.state = AttemptEntity.State.FAILED;
-        a.finishedAt = now;
-        a.updatedAt = now;
-        a.errorCode = dev.hexforge.contracts.ErrorCode.STAGE_STALLED.name();
-        a.errorMessage = msg;
-        if (a.attemptNo >= maxAttempts) {
-            a.errorHint = "check the " + a.stage + " service's logs and resources, then resume the job";
-            j.state = JobEntity.State.FAILED;
-            j.errorCode = a.errorCode;
-            j.errorMessage = msg + "; gave up after " + a.attemptNo + " attempts";
-            j.errorHint = a.errorHint;
-            j.updatedAt = now;
+        if (stall == JobStateMachine.Stall.GAVE_UP) {
             LOG.info("job {} failed: {} stalled {} times", j.id, a.stage, a.attemptNo);
             return true;
         }
-        a.errorHint = "re-dispatched as attempt " + (a.attemptNo + 1);
         LOG.info("job {}: {} attempt {} stalled; re-dispatching", j.id, a.stage, a.attemptNo);
         dispatch(j, ContractsJson.read(j.spec, JobSpec.class), Stage.parse(a.stage), List.of(ContractsJson.read(a.inputs, ArtifactRef[].class)));
         return true;

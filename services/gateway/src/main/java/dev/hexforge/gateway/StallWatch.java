@@ -1,6 +1,5 @@
 package dev.hexforge.gateway;
 
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.scheduling.annotation.Scheduled;
 import org.springframework.stereotype.Component;
 
@@ -24,14 +23,13 @@ class StallWatch {
     private final int maxAttempts;
     private final Duration dispatchTimeout;
 
-    StallWatch(AttemptRepository attempts, JobService jobs, dev.hexforge.store.ArtifactStore store, @Value("${hexforge.stage-stall-timeout:2m}") Duration timeout,
-               @Value("${hexforge.max-attempts:3}") int maxAttempts, @Value("${hexforge.dispatch-timeout:30m}") Duration dispatchTimeout) {
-        this.dispatchTimeout = dispatchTimeout;
+    StallWatch(AttemptRepository attempts, JobService jobs, dev.hexforge.store.ArtifactStore store, GatewayProperties settings) {
+        this.dispatchTimeout = settings.dispatchTimeout();
         this.attempts = attempts;
         this.store = store;
         this.jobs = jobs;
-        this.timeout = timeout;
-        this.maxAttempts = maxAttempts;
+        this.timeout = settings.stageStallTimeout();
+        this.maxAttempts = settings.maxAttempts();
     }
 
     @Scheduled(fixedDelayString = "${hexforge.stall-check-ms:1000}")

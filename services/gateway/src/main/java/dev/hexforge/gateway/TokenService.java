@@ -2,7 +2,6 @@ package dev.hexforge.gateway;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.context.event.ApplicationReadyEvent;
 import org.springframework.context.event.EventListener;
 import org.springframework.data.jpa.repository.JpaRepository;
@@ -44,9 +43,9 @@ public class TokenService {
     private final String bootstrapFile;
     private static final SecureRandom RANDOM = new SecureRandom();
 
-    TokenService(TokenRepository tokens, @Value("${hexforge.bootstrap-token-file:}") String bootstrapFile) {
+    TokenService(TokenRepository tokens, GatewayProperties settings) {
         this.tokens = tokens;
-        this.bootstrapFile = bootstrapFile;
+        this.bootstrapFile = settings.bootstrapTokenFile();
     }
 
     /** Creates a token for the tenant and returns it; it cannot be shown again. */
@@ -70,11 +69,6 @@ public class TokenService {
         t.admin = admin;
         tokens.save(t);
         return token;
-    }
-
-    /** The tenant a token belongs to, if it is a live token. */
-    public Optional<String> tenantOf(String token) {
-        return lookup(token).map(t -> t.tenant);
     }
 
     Optional<TokenEntity> lookup(String token) {

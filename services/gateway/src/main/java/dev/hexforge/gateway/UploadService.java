@@ -4,7 +4,6 @@ import dev.hexforge.io.ModelArchive;
 import dev.hexforge.store.ArtifactStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.stereotype.Service;
 import org.springframework.util.unit.DataSize;
 
@@ -41,12 +40,11 @@ class UploadService {
         }
     }
 
-    UploadService(ArtifactStore store, UploadRepository uploads, @Value("${hexforge.uploads.max-size}") DataSize max,
-                  @Value("${hexforge.uploads.tenant-quota:500GB}") DataSize quota) {
+    UploadService(ArtifactStore store, UploadRepository uploads, GatewayProperties settings) {
         this.store = store;
         this.uploads = uploads;
-        this.maxBytes = max.toBytes();
-        this.tenantQuota = quota.toBytes();
+        this.maxBytes = settings.uploads().maxSize().toBytes();
+        this.tenantQuota = settings.uploads().tenantQuota().toBytes();
     }
 
     long maxBytes() {
