@@ -1,7 +1,6 @@
 package dev.hexforge.artifactservice;
 
 import dev.hexforge.store.ArtifactStore;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.data.domain.Page;
 import org.springframework.data.domain.PageRequest;
 import org.springframework.http.HttpStatus;
@@ -31,11 +30,11 @@ class ArtifactController {
     private final Duration ttl;
 
     ArtifactController(ArtifactRepository repo, ArtifactStore store, SigningKeys keys,
-                       @Value("${hexforge.download-url-ttl:5m}") Duration ttl) {
+                       ArtifactServiceProperties settings) {
         this.repo = repo;
         this.store = store;
         this.keys = keys;
-        this.ttl = ttl;
+        this.ttl = settings.downloadUrlTtl();
     }
 
     /** Not found, or another tenant's (the same answer, so ids of other tenants reveal nothing). */

@@ -1,8 +1,8 @@
 package dev.hexforge.artifactservice;
 
 import dev.hexforge.stage.StageServiceConfig;
+import dev.hexforge.stage.StageServices;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
-import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Import;
 
@@ -12,6 +12,7 @@ import org.springframework.context.annotation.Import;
  */
 @SpringBootApplication
 @Import(StageServiceConfig.class)
+@org.springframework.boot.context.properties.EnableConfigurationProperties(ArtifactServiceProperties.class)
 public class ArtifactServiceApplication {
 
     /** Requests whose path is not in plain form are refused before the internal-secret check sees them. */
@@ -24,10 +25,8 @@ public class ArtifactServiceApplication {
         start(args);
     }
 
-    /** Starts the service with its own configuration file (artifact-service.properties), so it can share a JVM. */
+    /** Starts the service (artifact-service.properties over the shared stage-service.properties), so it can share a JVM. */
     public static ConfigurableApplicationContext start(String... args) {
-        return new SpringApplicationBuilder(ArtifactServiceApplication.class)
-                .properties("spring.config.name=artifact-service")
-                .run(args);
+        return StageServices.start(ArtifactServiceApplication.class, "artifact-service", args);
     }
 }

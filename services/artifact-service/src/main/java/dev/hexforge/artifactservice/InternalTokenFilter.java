@@ -4,7 +4,6 @@ import jakarta.servlet.FilterChain;
 import jakarta.servlet.ServletException;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.stereotype.Component;
 import org.springframework.web.filter.OncePerRequestFilter;
 
@@ -23,8 +22,8 @@ class InternalTokenFilter extends OncePerRequestFilter {
     static final String HEADER = "X-Hexforge-Internal";
     private final byte[] token;
 
-    InternalTokenFilter(@Value("${hexforge.internal-token:}") String token) {
-        this.token = token.getBytes(StandardCharsets.UTF_8);
+    InternalTokenFilter(ArtifactServiceProperties settings) {
+        this.token = settings.internalToken().getBytes(StandardCharsets.UTF_8);
     }
 
     @Override

@@ -8,9 +8,9 @@ import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.pass.SignPass;
 import dev.hexforge.signing.Provenance;
 import dev.hexforge.stage.Attempt;
+import dev.hexforge.stage.StageServiceProperties;
 import dev.hexforge.stage.StageWorker;
 import dev.hexforge.store.ArtifactStore;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.stereotype.Component;
 
@@ -35,9 +35,9 @@ class SignWorker extends StageWorker {
     private final ArtifactRepository artifacts;
     private final SigningKeys keys;
 
-    SignWorker(KafkaTemplate<String, String> kafka, ArtifactStore store, @Value("${hexforge.work-dir}") Path work,
+    SignWorker(KafkaTemplate<String, String> kafka, ArtifactStore store, StageServiceProperties settings,
                Catalogue catalogue, ArtifactRepository artifacts, SigningKeys keys) {
-        super(Stage.SIGN, kafka, store, work, Duration.ofSeconds(5));
+        super(Stage.SIGN, kafka, store, settings.workDir(), Duration.ofSeconds(5));
         this.catalogue = catalogue;
         this.artifacts = artifacts;
         this.keys = keys;

@@ -4,7 +4,6 @@ import dev.hexforge.signing.Keys;
 import dev.hexforge.signing.SigningException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.stereotype.Component;
 
 import java.nio.file.Files;
@@ -30,11 +29,13 @@ class SigningKeys {
     private final PrivateKey signing;
     private final List<PublicKeyInfo> keys;
 
-    SigningKeys(@Value("${hexforge.signing.key:}") String pem, @Value("${hexforge.signing.keystore:}") String keystore,
-                @Value("${hexforge.signing.keystore-password:}") String password,
-                @Value("${hexforge.signing.keystore-alias:}") String alias,
-                @Value("${hexforge.signing.generate:false}") boolean generate,
-                @Value("${hexforge.signing.previous-public-keys:}") String previous) {
+    SigningKeys(ArtifactServiceProperties settings) {
+        String pem = settings.signing().key();
+        String keystore = settings.signing().keystore();
+        String password = settings.signing().keystorePassword();
+        String alias = settings.signing().keystoreAlias();
+        boolean generate = settings.signing().generate();
+        String previous = settings.signing().previousPublicKeys();
         if (!keystore.isBlank()) {
             signing = Keys.readKeystore(Path.of(keystore), password.toCharArray(), alias.isBlank() ? null : alias);
         } else if (!pem.isBlank()) {

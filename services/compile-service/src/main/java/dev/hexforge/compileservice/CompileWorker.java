@@ -4,9 +4,9 @@ import dev.hexforge.contracts.Stage;
 import dev.hexforge.pass.CompilePass;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.stage.Attempt;
+import dev.hexforge.stage.StageServiceProperties;
 import dev.hexforge.stage.StageWorker;
 import dev.hexforge.store.ArtifactStore;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.stereotype.Component;
 
@@ -20,10 +20,10 @@ import java.util.Map;
 class CompileWorker extends StageWorker {
     private final String sdkRoot;
 
-    CompileWorker(KafkaTemplate<String, String> kafka, ArtifactStore store, @Value("${hexforge.work-dir}") Path work,
-                  @Value("${hexforge.qnn-sdk-root:}") String sdkRoot) {
-        super(Stage.COMPILE, kafka, store, work, Duration.ofSeconds(5));
-        this.sdkRoot = sdkRoot;
+    CompileWorker(KafkaTemplate<String, String> kafka, ArtifactStore store, StageServiceProperties settings,
+                  CompileServiceProperties compile) {
+        super(Stage.COMPILE, kafka, store, settings.workDir(), Duration.ofSeconds(5));
+        this.sdkRoot = compile.qnnSdkRoot();
     }
 
     @Override

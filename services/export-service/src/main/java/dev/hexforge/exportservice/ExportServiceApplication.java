@@ -1,8 +1,8 @@
 package dev.hexforge.exportservice;
 
 import dev.hexforge.stage.StageServiceConfig;
+import dev.hexforge.stage.StageServices;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
-import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Import;
 
@@ -15,11 +15,8 @@ public class ExportServiceApplication {
         start(args);
     }
 
-    /** Starts the service with its own configuration file (export-service.properties), so it can share a JVM. */
+    /** Starts the service (export-service.properties over the shared stage-service.properties), so it can share a JVM. */
     public static ConfigurableApplicationContext start(String... args) {
-        return new SpringApplicationBuilder(ExportServiceApplication.class)
-                .properties("spring.config.name=export-service")
-                .run(args);
+        return StageServices.start(ExportServiceApplication.class, "export-service", args);
     }
-
 }

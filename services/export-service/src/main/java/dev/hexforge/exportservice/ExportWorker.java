@@ -4,9 +4,9 @@ import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.pass.ExportPass;
 import dev.hexforge.stage.Attempt;
+import dev.hexforge.stage.StageServiceProperties;
 import dev.hexforge.stage.StageWorker;
 import dev.hexforge.store.ArtifactStore;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.stereotype.Component;
 
@@ -18,8 +18,8 @@ import java.util.Map;
 @Component
 class ExportWorker extends StageWorker {
 
-    ExportWorker(KafkaTemplate<String, String> kafka, ArtifactStore store, @Value("${hexforge.work-dir}") Path work) {
-        super(Stage.EXPORT, kafka, store, work, Duration.ofSeconds(5));
+    ExportWorker(KafkaTemplate<String, String> kafka, ArtifactStore store, StageServiceProperties settings) {
+        super(Stage.EXPORT, kafka, store, settings.workDir(), Duration.ofSeconds(5));
     }
 
     @Override

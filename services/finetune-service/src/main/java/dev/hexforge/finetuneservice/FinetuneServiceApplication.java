@@ -1,8 +1,8 @@
 package dev.hexforge.finetuneservice;
 
 import dev.hexforge.stage.StageServiceConfig;
+import dev.hexforge.stage.StageServices;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
-import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Import;
 
@@ -15,10 +15,8 @@ public class FinetuneServiceApplication {
         start(args);
     }
 
-    /** Starts the service with its own configuration file (finetune-service.properties), so it can share a JVM. */
+    /** Starts the service (finetune-service.properties over the shared stage-service.properties), so it can share a JVM. */
     public static ConfigurableApplicationContext start(String... args) {
-        return new SpringApplicationBuilder(FinetuneServiceApplication.class)
-                .properties("spring.config.name=finetune-service")
-                .run(args);
+        return StageServices.start(FinetuneServiceApplication.class, "finetune-service", args);
     }
 }

@@ -12,9 +12,9 @@ import dev.hexforge.lora.train.TrainingCheckpoint;
 import dev.hexforge.lora.train.TrainingListener;
 import dev.hexforge.pass.FinetunePass;
 import dev.hexforge.stage.Attempt;
+import dev.hexforge.stage.StageServiceProperties;
 import dev.hexforge.stage.StageWorker;
 import dev.hexforge.store.ArtifactStore;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.stereotype.Component;
 
@@ -32,8 +32,8 @@ import java.util.Map;
 @Component
 class FinetuneWorker extends StageWorker {
 
-    FinetuneWorker(KafkaTemplate<String, String> kafka, ArtifactStore store, @Value("${hexforge.work-dir}") Path work) {
-        super(Stage.FINETUNE, kafka, store, work, Duration.ofSeconds(3));
+    FinetuneWorker(KafkaTemplate<String, String> kafka, ArtifactStore store, StageServiceProperties settings) {
+        super(Stage.FINETUNE, kafka, store, settings.workDir(), Duration.ofSeconds(3));
     }
 
     static String checkpointMarker(String jobId) {

@@ -4,9 +4,9 @@ import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.pass.MergePass;
 import dev.hexforge.stage.Attempt;
+import dev.hexforge.stage.StageServiceProperties;
 import dev.hexforge.stage.StageWorker;
 import dev.hexforge.store.ArtifactStore;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.stereotype.Component;
 
@@ -19,8 +19,8 @@ import java.util.Map;
 @Component
 class MergeWorker extends StageWorker {
 
-    MergeWorker(KafkaTemplate<String, String> kafka, ArtifactStore store, @Value("${hexforge.work-dir}") Path work) {
-        super(Stage.MERGE, kafka, store, work, Duration.ofSeconds(5));
+    MergeWorker(KafkaTemplate<String, String> kafka, ArtifactStore store, StageServiceProperties settings) {
+        super(Stage.MERGE, kafka, store, settings.workDir(), Duration.ofSeconds(5));
     }
 
     @Override

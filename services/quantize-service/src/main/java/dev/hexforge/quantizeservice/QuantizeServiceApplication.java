@@ -1,8 +1,8 @@
 package dev.hexforge.quantizeservice;
 
 import dev.hexforge.stage.StageServiceConfig;
+import dev.hexforge.stage.StageServices;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
-import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Import;
 
@@ -15,11 +15,8 @@ public class QuantizeServiceApplication {
         start(args);
     }
 
-    /** Starts the service with its own configuration file (quantize-service.properties), so it can share a JVM. */
+    /** Starts the service (quantize-service.properties over the shared stage-service.properties), so it can share a JVM. */
     public static ConfigurableApplicationContext start(String... args) {
-        return new SpringApplicationBuilder(QuantizeServiceApplication.class)
-                .properties("spring.config.name=quantize-service")
-                .run(args);
+        return StageServices.start(QuantizeServiceApplication.class, "quantize-service", args);
     }
-
 }

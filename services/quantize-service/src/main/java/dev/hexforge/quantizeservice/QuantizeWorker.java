@@ -10,9 +10,9 @@ import dev.hexforge.pass.QuantizePass;
 import dev.hexforge.quant.BundledData;
 import dev.hexforge.stage.Attempt;
 import dev.hexforge.stage.StageFailure;
+import dev.hexforge.stage.StageServiceProperties;
 import dev.hexforge.stage.StageWorker;
 import dev.hexforge.store.ArtifactStore;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.stereotype.Component;
 
@@ -25,8 +25,8 @@ import java.util.Map;
 @Component
 class QuantizeWorker extends StageWorker {
 
-    QuantizeWorker(KafkaTemplate<String, String> kafka, ArtifactStore store, @Value("${hexforge.work-dir}") Path work) {
-        super(Stage.QUANTIZE, kafka, store, work, Duration.ofSeconds(5));
+    QuantizeWorker(KafkaTemplate<String, String> kafka, ArtifactStore store, StageServiceProperties settings) {
+        super(Stage.QUANTIZE, kafka, store, settings.workDir(), Duration.ofSeconds(5));
     }
 
     @Override

@@ -6,7 +6,7 @@ import dev.hexforge.contracts.Topics;
 import dev.hexforge.store.ArtifactStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.beans.factory.annotation.Value;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.kafka.annotation.KafkaListener;
@@ -17,27 +17,25 @@ import org.springframework.kafka.listener.ContainerProperties;
 import java.util.List;
 
 /**
- * The beans every stage service needs besides Kafka: the artifact store from {@code hexforge.s3.*}, the container
+ * The beans every stage service needs besides Kafka: its settings ({@link StageServiceProperties}), the artifact store, the container
  * factory of stage-request listeners (offsets committed by the worker when an attempt ends), and the listener of
  * cancellations.
  */
 @Configuration
+@EnableConfigurationProperties(StageServiceProperties.class)
 public class StageServiceConfig {
     /** Container factory name for stage-request listeners. */
     public static final String STAGE_REQUESTS = "stageRequests";
 
     @Bean
-    ArtifactStore artifactStore(@Value("${hexforge.s3.endpoint}") String endpoint,
-                                @Value("${hexforge.s3.access-key}") String access,
-                                @Value("${hexforge.s3.secret-key}") String secret) {
-        return new ArtifactStore(endpoint, access, secret);
+    ArtifactStore artifactStore(StageServiceProperties p) {
+        return new ArtifactStore(p.s3().endpoint(), p.s3().publicEndpointOrEndpoint(), p.s3().accessKey(), p.s3().secretKey());
     }
 
     /** The server folders a job may name as inputs (none unless the operator lists them). */
     @Bean
-    dev.hexforge.contracts.InputPolicy inputPolicy(@Value("${hexforge.input-roots:}") String roots,
-                                                   @Value("${hexforge.input-denied:}") String denied) {
-        return dev.hexforge.contracts.InputPolicy.of(roots, denied);
+    dev.hexforge.contracts.InputPolicy inputPolicy(StageServiceProperties p) {
+        return dev.hexforge.contracts.InputPolicy.of(p.inputRoots(), p.inputDenied());
     }
 
     @Bean(STAGE_REQUESTS)

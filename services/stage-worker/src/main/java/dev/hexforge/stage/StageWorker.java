@@ -11,7 +11,6 @@ import dev.hexforge.store.ArtifactStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.kafka.support.Acknowledgment;
@@ -70,14 +69,11 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
 
     /** Pool size and heartbeat from configuration; the registry to pause and resume this stage's listener with. */
     @Autowired
-    void configure(@Value("${hexforge.worker.threads:1}") int threads, @Value("${hexforge.worker.heartbeat:10s}") Duration heartbeat,
-                   @Value("${hexforge.worker.cache-size:20GB}") org.springframework.util.unit.DataSize cache,
-                   @Value("${hexforge.worker.report-interval:30s}") Duration reportEvery,
-                   KafkaListenerEndpointRegistry registry, dev.hexforge.contracts.InputPolicy inputs) {
-        this.threads = Math.max(1, threads);
-        this.reportEvery = reportEvery;
-        this.heartbeat = heartbeat;
-        this.cacheBytes = cache.toBytes();
+    void configure(StageServiceProperties settings, KafkaListenerEndpointRegistry registry, dev.hexforge.contracts.InputPolicy inputs) {
+        this.threads = Math.max(1, settings.worker().threads());
+        this.reportEvery = settings.worker().reportInterval();
+        this.heartbeat = settings.worker().heartbeat();
+        this.cacheBytes = settings.worker().cacheSize().toBytes();
         this.registry = registry;
         this.inputs = inputs;
     }
