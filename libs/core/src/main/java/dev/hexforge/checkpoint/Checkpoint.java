@@ -212,11 +212,6 @@ public final class Checkpoint implements Closeable {
         }
     }
 
-    /** The output head: lm_head, or the embedding when tied. */
-    public String lmHeadName() {
-        return config.tieWordEmbeddings() ? TensorNames.EMBED : TensorNames.LM_HEAD;
-    }
-
     @Override
     public void close() {
         store.close();

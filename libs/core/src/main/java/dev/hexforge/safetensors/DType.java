@@ -19,10 +19,6 @@ public enum DType {
         return bytes;
     }
 
-    public boolean isFloatingPoint() {
-        return this == F16 || this == BF16 || this == F32 || this == F64;
-    }
-
     /** Parses a header dtype string; null when the format has no such type. */
     public static DType parse(String name) {
         if (name == null) {

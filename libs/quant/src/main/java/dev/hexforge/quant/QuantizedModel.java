@@ -63,11 +63,6 @@ public record QuantizedModel(ModelConfig config, QuantSpec spec, Map<String, Qua
         return embeddings.isEmpty() ? null : embeddings.values().iterator().next().spec();
     }
 
-    /** The tensor the LM head reads: the embedding when tied. */
-    public String headTensor() {
-        return config.tieWordEmbeddings() ? TensorNames.EMBED : TensorNames.LM_HEAD;
-    }
-
     /** Every quantized tensor, linears then embeddings, by weight name. */
     public Map<String, QuantizedLinear> quantized() {
         Map<String, QuantizedLinear> all = new LinkedHashMap<>(linears);

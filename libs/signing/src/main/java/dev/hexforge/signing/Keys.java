@@ -186,16 +186,6 @@ public final class Keys {
         }
     }
 
-    private static byte[] readPem(Path pem, String type) {
-        String text;
-        try {
-            text = Files.readString(pem, StandardCharsets.US_ASCII);
-        } catch (IOException e) {
-            throw new SigningException("cannot read key " + pem + ": " + e.getMessage(), e);
-        }
-        return pemBody(text, type, pem.toString());
-    }
-
     private static byte[] pemBody(String text, String type, String pem) {
         String begin = "-----BEGIN " + type + "-----";
         String end = "-----END " + type + "-----";

@@ -6,7 +6,8 @@ import java.util.function.Supplier;
 
 /**
  * Runs a state-machine step (its own transaction) again when it lost an optimistic-lock race: the step re-reads the job
- * and decides afresh, so a cancel racing a completion ends in one consistent state, never a lost update.
+ * and decides afresh, so a cancel racing a completion ends in one consistent state, never a lost update. Tries are a
+ * few random milliseconds apart, growing, so two writers that collided do not collide again in lockstep.
  */
 final class Conflicts {
     static final int TRIES = 5;
@@ -22,7 +23,12 @@ final class Conflicts {
                 if (i >= TRIES) {
                     throw e;
                 }
-                Thread.onSpinWait();
+                try {
+                    Thread.sleep(java.util.concurrent.ThreadLocalRandom.current().nextLong(1, 1L + 5L * i));
+                } catch (InterruptedException x) {
+                    Thread.currentThread().interrupt();
+                    throw e;
+                }
             }
         }
     }

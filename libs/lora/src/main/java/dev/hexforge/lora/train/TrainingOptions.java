@@ -70,10 +70,4 @@ public record TrainingOptions(int r, double alpha, double dropout, List<String> 
                 + " maxLen=" + maxLength + " seed=" + seed + " warmup=" + warmupRatio + " schedule=" + schedule
                 + " wd=" + weightDecay + " clip=" + maxGradNorm + " evalSplit=" + evalSplit;
     }
-
-    public TrainingOptions withThreads(int n) {
-        return new TrainingOptions(r, alpha, dropout, targets, useRslora, batchSize, accumulation, learningRate, epochs,
-                maxLength, seed, warmupRatio, schedule, weightDecay, maxGradNorm, checkpointEvery, evalSplit,
-                evalMaxNewTokens, n);
-    }
 }

@@ -44,8 +44,7 @@ public final class OrtSessions {
 
     /** @param profilePrefix where ONNX Runtime writes this session's per-node profile when it closes, or null */
     public static OrtSession open(Path model, int threads, Map<String, String> qnn, Path profilePrefix) {
-        try {
-            OrtSession.SessionOptions so = new OrtSession.SessionOptions();
+        try (OrtSession.SessionOptions so = new OrtSession.SessionOptions()) { // the session keeps a copy of its options
             so.setOptimizationLevel(OrtSession.SessionOptions.OptLevel.ALL_OPT);
             so.addConfigEntry("session.qdq_matmulnbits_accuracy_level", "0");
             if (threads > 0) {
