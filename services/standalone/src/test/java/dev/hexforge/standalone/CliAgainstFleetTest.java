@@ -132,12 +132,20 @@ class CliAgainstFleetTest {
         assertEquals(16, job.path("stages").get(1).path("report").path("mergedLinears").asInt());
         assertEquals("onnx-dynamic", job.path("stages").get(2).path("outputs").get(0).path("kind").asText());
 
-        // the CLI with the same settings runs the same passes: the same adapter, so the same merged model, byte for byte
+        // the CLI with the same settings runs the same passes: the same adapter weights and merged model, byte for byte
         Path adapter = home.resolve("cli-adapter");
         Run ft = cli("finetune", "--model", Fixtures.qwen2Tiny().toString(), "--data", data.toString(), "--eval",
                 Fixtures.root().resolve("lora-task/eval.json").toString(), "--lr", "0.005", "--batch", "16", "--accum", "1",
                 "--epochs", "2", "--out", adapter.toString(), "--json");
         assertEquals(0, ft.exit(), ft.err());
+        // the adapter: every file the same but the training report, which records this run's time and speed
+        ArtifactStore s3 = new ArtifactStore(fleet.infra().s3().endpoint(), fleet.infra().s3().accessKey(), fleet.s3Secret());
+        java.util.List<ArtifactStore.Entry> stored = s3.manifest(sha(job, 0, 0)).stream()
+                .filter(e -> !e.path().equals(dev.hexforge.lora.train.LoraTrainer.REPORT)).toList();
+        assertTrue(stored.stream().anyMatch(e -> e.path().endsWith(".safetensors")), stored.toString());
+        for (ArtifactStore.Entry e : stored) {
+            assertEquals(e.sha256(), dev.hexforge.signing.FolderHasher.sha256(adapter.resolve(e.path())), "finetune: " + e.path());
+        }
         Path merged = home.resolve("cli-merged");
         assertEquals(0, cli("merge", "--model", Fixtures.qwen2Tiny().toString(), "--adapter", adapter.toString(), "--out",
                 merged.toString()).exit(), "merge");
