@@ -3,7 +3,6 @@ package dev.hexforge.quant;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.hexforge.checkpoint.Checkpoint;
-import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.eval.Perplexity;
 import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.io.Folders;
@@ -118,7 +117,8 @@ public final class QuantizePipeline {
         Perplexity.Scored fp = FloatBaseline.of(ckpt, text, opt.cache(), scratch.resolve("float"));
 
         progress.update("quantize", 1, 4);
-        DecoderWeights base = DecoderWeights.load(ckpt);
+        // RTN reads each tensor from the checkpoint; only the calibrated methods and the sensitivity scan run the float model
+        DecoderWeights base = !opt.method().equals("rtn") || opt.autoKeepPercent() > 0 ? DecoderWeights.load(ckpt) : null;
         QuantizedModel qm;
         CoverageReport coverage = set == null ? null : set.coverage();
         List<String> warnings = new ArrayList<>(set == null ? List.of() : set.warnings());
@@ -147,15 +147,11 @@ public final class QuantizePipeline {
         if (qm.linears().isEmpty()) {
             throw new QuantizationException("every linear matched a --keep pattern " + keep + "; nothing to quantize");
         }
-        qm = qm.withEmbeddings(base, opt.head());
-        List<QuantizationReport.LayerReport> layers = new ArrayList<>();
-        for (Map.Entry<String, QuantizedLinear> e : qm.linears().entrySet()) {
-            layers.add(layerReport(e.getKey(), ckpt.floats(e.getKey()), e.getValue(), outputErrors.get(e.getKey())));
-        }
-        for (Map.Entry<String, QuantizedLinear> e : qm.embeddings().entrySet()) {
-            float[] w = e.getKey().equals(TensorNames.EMBED) ? base.embed() : base.lmHead();
-            layers.add(layerReport(e.getKey(), w, e.getValue(), null));
-        }
+        qm = base != null ? qm.withEmbeddings(base, opt.head()) : qm.withEmbeddings(ckpt, opt.head());
+        // every tensor's report on its own (on every core), in the model's order
+        List<QuantizationReport.LayerReport> layers = qm.quantized().entrySet().stream().toList().parallelStream()
+                .map(e -> layerReport(e.getKey(), ckpt.floats(e.getKey()), e.getValue(), outputErrors.get(e.getKey())))
+                .toList();
         base = null;
 
         progress.update("evaluate", 2, 4);

@@ -47,13 +47,23 @@ public record QuantizedModel(ModelConfig config, QuantSpec spec, Map<String, Qua
      * two otherwise); null leaves them in float.
      */
     public QuantizedModel withEmbeddings(DecoderWeights base, QuantSpec headSpec) {
+        return withEmbeddings(base::embed, base::lmHead, headSpec);
+    }
+
+    /** As {@link #withEmbeddings(DecoderWeights, QuantSpec)}, reading the two tensors from the checkpoint. */
+    public QuantizedModel withEmbeddings(Checkpoint ckpt, QuantSpec headSpec) {
+        return withEmbeddings(() -> ckpt.floats(TensorNames.EMBED), () -> ckpt.floats(TensorNames.LM_HEAD), headSpec);
+    }
+
+    private QuantizedModel withEmbeddings(java.util.function.Supplier<float[]> embed, java.util.function.Supplier<float[]> lmHead,
+                                          QuantSpec headSpec) {
         if (headSpec == null) {
             return new QuantizedModel(config, spec, linears, replacedFloats, Map.of());
         }
         Map<String, QuantizedLinear> e = new LinkedHashMap<>();
-        e.put(TensorNames.EMBED, Rtn.quantize(base.embed(), config.vocabSize(), config.hiddenSize(), headSpec));
+        e.put(TensorNames.EMBED, Rtn.quantize(embed.get(), config.vocabSize(), config.hiddenSize(), headSpec));
         if (!config.tieWordEmbeddings()) {
-            e.put(TensorNames.LM_HEAD, Rtn.quantize(base.lmHead(), config.vocabSize(), config.hiddenSize(), headSpec));
+            e.put(TensorNames.LM_HEAD, Rtn.quantize(lmHead.get(), config.vocabSize(), config.hiddenSize(), headSpec));
         }
         return new QuantizedModel(config, spec, linears, replacedFloats, e);
     }
