@@ -90,17 +90,31 @@ public final class WeightFile {
         return wf;
     }
 
+    /**
+     * 16-bit floats to float32 a piece at a time: the halves read in bulk, widened as ints (bf16 is the top half of a
+     * float32), written from a direct buffer so the channel copies nothing more.
+     */
     private static ExternalDataWriter.Location widen(ExternalDataWriter out, ByteBuffer src, DType dtype, long numel) throws IOException {
         long start = out.beginPiecewise();
-        ByteBuffer piece = ByteBuffer.allocate(PIECE_ELEMENTS * 4).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer piece = ByteBuffer.allocateDirect(PIECE_ELEMENTS * 4).order(ByteOrder.LITTLE_ENDIAN);
+        java.nio.ShortBuffer in = src.duplicate().order(ByteOrder.LITTLE_ENDIAN).asShortBuffer();
+        short[] halves = new short[PIECE_ELEMENTS];
+        int[] words = new int[PIECE_ELEMENTS];
         for (long i = 0; i < numel; i += PIECE_ELEMENTS) {
             int n = (int) Math.min(PIECE_ELEMENTS, numel - i);
-            piece.clear();
-            for (int j = 0; j < n; j++) {
-                short bits = src.getShort((int) ((i + j) * 2));
-                piece.putFloat(dtype == DType.BF16 ? FloatConversion.bf16ToFloat(bits) : FloatConversion.f16ToFloat(bits));
+            in.get(halves, 0, n);
+            if (dtype == DType.BF16) {
+                for (int j = 0; j < n; j++) {
+                    words[j] = halves[j] << 16;
+                }
+            } else {
+                for (int j = 0; j < n; j++) {
+                    words[j] = Float.floatToRawIntBits(FloatConversion.f16ToFloat(halves[j]));
+                }
             }
-            piece.flip();
+            piece.clear();
+            piece.asIntBuffer().put(words, 0, n);
+            piece.limit(n * 4);
             out.writePiece(piece);
         }
         return out.endPiecewise(start);
