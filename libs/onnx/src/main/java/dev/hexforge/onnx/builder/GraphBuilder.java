@@ -224,7 +224,8 @@ public final class GraphBuilder {
                 .setGraph(graph)
                 .addOpsetImport(OperatorSetIdProto.newBuilder().setDomain("").setVersion(opset));
         domains.forEach((d, v) -> m.addOpsetImport(OperatorSetIdProto.newBuilder().setDomain(d).setVersion(v)));
-        metadata.forEach((k, v) -> m.addMetadataProps(entry(k, v)));
+        // by key: a Map.of's order changes from one JVM to the next, and the same export must give the same bytes
+        new java.util.TreeMap<>(metadata).forEach((k, v) -> m.addMetadataProps(entry(k, v)));
         return m.build();
     }
 }
