@@ -29,6 +29,7 @@ public enum ErrorCode {
     BACKEND_UNAVAILABLE("run the job on a device that has the backend"),
     BUNDLE_REFUSED("the artifact was changed after signing, or signed by another key: rebuild it"),
     ARTIFACT_UNAVAILABLE("resume the job"),
+    STORAGE_UNAVAILABLE("the object store did not answer; resume the job once it is back (readiness: GET /api/v1/ready)"),
     BENCHMARK_FAILED("see the message; resume the job"),
     STAGE_STALLED("resume the job; if it stalls again, check the stage service's health"),
     EVENT_UNPROCESSABLE("resume the job; report it if it persists"),

@@ -325,6 +325,18 @@ public final class ArtifactStore {
     }
 
     /** Object storage failed or holds something unexpected. */
+    /** Whether a failure (anywhere in its causes) is the store not answering at all, as opposed to refusing a request. */
+    public static boolean unreachable(Throwable e) {
+        boolean store = false;
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            store |= t instanceof StoreException;
+            if (store && t instanceof java.net.ConnectException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     public static class StoreException extends RuntimeException {
         public StoreException(String message, Throwable cause) {
             super(message, cause);

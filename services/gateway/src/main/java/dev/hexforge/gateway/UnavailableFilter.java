@@ -62,7 +62,7 @@ class UnavailableFilter extends OncePerRequestFilter {
                     || "Connection is closed".equals(s.getMessage()))) { // Hikari's word for a connection the database dropped
                 return Optional.of("the database");
             }
-            if (t instanceof dev.hexforge.store.ArtifactStore.StoreException && rootCause(t) instanceof java.net.ConnectException) {
+            if (t instanceof dev.hexforge.store.ArtifactStore.StoreException && dev.hexforge.store.ArtifactStore.unreachable(t)) {
                 return Optional.of("the object store");
             }
             sql |= t instanceof java.sql.SQLException || t instanceof org.springframework.dao.DataAccessException;

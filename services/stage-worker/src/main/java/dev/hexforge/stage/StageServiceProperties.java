@@ -32,8 +32,10 @@ public record StageServiceProperties(S3 s3, Path workDir, @DefaultValue("") Stri
      * @param heartbeat      how often a running attempt says it is alive
      * @param cacheSize      the local cache of downloaded inputs
      * @param reportInterval how often the service reports its heap to the gateway
+     * @param storeRetry     how long an attempt keeps trying to store its output while the object store does not answer
      */
     public record Worker(@DefaultValue("1") int threads, @DefaultValue("10s") Duration heartbeat,
-                         @DefaultValue("20GB") DataSize cacheSize, @DefaultValue("30s") Duration reportInterval) {
+                         @DefaultValue("20GB") DataSize cacheSize, @DefaultValue("30s") Duration reportInterval,
+                         @DefaultValue("60s") Duration storeRetry) {
     }
 }

@@ -56,6 +56,8 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
     private long cacheBytes = 20L << 30;
     private final String instance = java.util.UUID.randomUUID().toString();
     private Duration reportEvery = Duration.ofSeconds(30);
+    /** How long storing an output is tried again while the object store does not answer. */
+    Duration storeRetry = Duration.ofSeconds(60);
     private java.util.concurrent.ScheduledExecutorService reports;
 
     protected StageWorker(Stage stage, KafkaTemplate<String, String> kafka, ArtifactStore store, Path work,
@@ -74,6 +76,7 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
         this.reportEvery = settings.worker().reportInterval();
         this.heartbeat = settings.worker().heartbeat();
         this.cacheBytes = settings.worker().cacheSize().toBytes();
+        this.storeRetry = settings.worker().storeRetry();
         this.registry = registry;
         this.inputs = inputs;
     }
@@ -202,6 +205,9 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
         }
         if (e instanceof IllegalArgumentException) {
             return ErrorCode.BAD_REQUEST.error(message(e));
+        }
+        if (ArtifactStore.unreachable(e)) {
+            return ErrorCode.STORAGE_UNAVAILABLE.error(message(e));
         }
         return ErrorCode.INTERNAL.error(message(e));
     }
@@ -561,9 +567,34 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
 
         @Override
         public StageEvents.ArtifactRef storeOutput(Path folder, String kind) {
-            ArtifactStore.StoredFolder stored = store.putFolder(folder);
+            ArtifactStore.StoredFolder stored = storeRetrying(folder);
             return new StageEvents.ArtifactRef(StageEvents.artifactId(req.attemptId(), stored.sha256()), kind, stored.sha256(),
                     stored.size(), stored.key());
+        }
+
+        /**
+         * Stores the folder, trying again for {@link #storeRetry} while the object store does not answer (objects are
+         * content-addressed, so a second try rewrites nothing that arrived); the progress says why the attempt waits.
+         */
+        private ArtifactStore.StoredFolder storeRetrying(Path folder) {
+            long deadline = System.nanoTime() + storeRetry.toNanos();
+            for (long pause = 500; ; pause = Math.min(5_000, pause * 2)) {
+                try {
+                    return store.putFolder(folder);
+                } catch (ArtifactStore.StoreException e) {
+                    if (!ArtifactStore.unreachable(e) || System.nanoTime() + pause * 1_000_000 > deadline) {
+                        throw e;
+                    }
+                    progress(-1, "the object store does not answer; trying again", Map.of(), true);
+                    try {
+                        Thread.sleep(pause);
+                    } catch (InterruptedException x) {
+                        Thread.currentThread().interrupt();
+                        checkCancelled();
+                        throw e;
+                    }
+                }
+            }
         }
 
         @Override

@@ -157,4 +157,68 @@ class StageWorkerTest {
             assertTrue(down.sent.isEmpty());
         }
     }
+
+    /** A pass that makes its output, then runs {@code beforeStoring} (the test takes the object store away there). */
+    static final class StoreGoesAway extends StageWorker {
+        volatile Runnable beforeStoring = () -> { };
+
+        StoreGoesAway(KafkaTemplate<String, String> kafka, ArtifactStore store, Path work) {
+            super(Stage.EXPORT, kafka, store, work, Duration.ofMillis(1));
+        }
+
+        @Override
+        protected StageEvents.Completed run(Attempt a) throws Exception {
+            Path out = Files.createDirectories(a.dir().resolve("out"));
+            Files.writeString(out.resolve("model.onnx"), "weights " + a.request().attemptId());
+            beforeStoring.run();
+            return a.completed(List.of(a.storeOutput(out, "onnx-dynamic")), Map.of());
+        }
+    }
+
+    @Test
+    void anOutputIsStoredOnceTheObjectStoreIsBackAndAStoreAwayTooLongFailsTheAttemptNamingIt() throws Exception {
+        int port = EmbeddedInfra.Ports.free();
+        java.util.concurrent.atomic.AtomicReference<EmbeddedS3> s3 = new java.util.concurrent.atomic.AtomicReference<>(
+                EmbeddedS3.start(dir.resolve("s3"), port, "hexforge", "secret-key-123"));
+        try {
+            ArtifactStore store = new ArtifactStore(s3.get().endpoint(), "hexforge", "secret-key-123");
+            SentEvents kafka = new SentEvents();
+            StoreGoesAway worker = new StoreGoesAway(kafka, store, dir.resolve("work"));
+            worker.handle(request(UUID.randomUUID().toString())); // the bucket exists from here on
+
+            Thread[] back = new Thread[1];
+            worker.beforeStoring = () -> { // away for about two seconds as the output is stored
+                s3.get().close();
+                back[0] = new Thread(() -> {
+                    try {
+                        Thread.sleep(2_000);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                    s3.set(EmbeddedS3.start(dir.resolve("s3"), port, "hexforge", "secret-key-123"));
+                });
+                back[0].start();
+            };
+            worker.handle(request(UUID.randomUUID().toString()));
+            back[0].join();
+            JsonNode completed = ContractsJson.MAPPER.readTree(kafka.sent.get(kafka.sent.size() - 1));
+            assertEquals("completed", completed.path("type").asText(), kafka.sent.toString());
+            assertTrue(kafka.sent.stream().anyMatch(e -> e.contains("the object store does not answer; trying again")),
+                    "the progress says why the attempt waits");
+            String sha = completed.path("outputs").get(0).path("sha256").asText();
+            assertEquals(List.of("model.onnx"), store.manifest(sha).stream().map(ArtifactStore.Entry::path).toList(), "stored whole");
+
+            worker.beforeStoring = () -> s3.get().close(); // and now away for longer than the attempt waits
+            worker.storeRetry = Duration.ofSeconds(2);
+            long t0 = System.nanoTime();
+            worker.handle(request(UUID.randomUUID().toString()));
+            JsonNode failed = ContractsJson.MAPPER.readTree(kafka.sent.get(kafka.sent.size() - 1));
+            assertEquals("failed", failed.path("type").asText(), kafka.sent.toString());
+            assertEquals("STORAGE_UNAVAILABLE", failed.path("error").path("code").asText(), failed.toString());
+            assertTrue(failed.path("error").path("hint").asText().contains("resume the job once it is back"), failed.toString());
+            assertTrue(System.nanoTime() - t0 < 15_000_000_000L, "it gave up after its retry window");
+        } finally {
+            s3.get().close();
+        }
+    }
 }
