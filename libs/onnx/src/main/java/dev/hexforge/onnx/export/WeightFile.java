@@ -64,12 +64,7 @@ public final class WeightFile {
             total += ckpt.store().info(name).numel() * 4;
         }
         long done = 0;
-        java.util.concurrent.ExecutorService writer = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
-            Thread t = new Thread(r, "hexforge-weights-writer");
-            t.setDaemon(true);
-            return t;
-        });
-        try (ExternalDataWriter out = new ExternalDataWriter(dataFile)) {
+        try (ExternalDataWriter out = new ExternalDataWriter(dataFile); Widener widener = new Widener(out)) {
             for (Map.Entry<String, long[]> e : ckpt.tensors().entrySet()) {
                 String name = e.getKey();
                 if (format.handles(name)) {
@@ -81,7 +76,7 @@ public final class WeightFile {
                 ExternalDataWriter.Location loc = replaced != null ? out.write(floats(replaced))
                         : info.dtype() == DType.F32
                         ? out.copyFrom(file.channel(), file.dataStart() + info.begin(), info.byteSize())
-                        : widen(out, writer, file.bytes(name), info.dtype(), info.numel());
+                        : widener.widen(file.bytes(name), info.dtype(), info.numel());
                 wf.put(name, DataType.FLOAT, e.getValue(), loc);
                 done += info.numel() * 4;
                 progress.update("weights", done, total);
@@ -91,66 +86,90 @@ public final class WeightFile {
             long[] shape = {ropePositions, ckpt.config().headDim()};
             wf.put(ROPE_COS, DataType.FLOAT, shape, out.write(floats(rope.cos())));
             wf.put(ROPE_SIN, DataType.FLOAT, shape, out.write(floats(rope.sin())));
-        } finally {
-            writer.shutdownNow();
         }
         return wf;
     }
 
     /**
      * 16-bit floats to float32 a piece at a time: the halves read in bulk, widened as ints (bf16 is a float32's top
-     * half) into one of two direct buffers while {@code writer} writes the other, so widening and writing overlap.
+     * half) into one of two direct buffers while a writer thread writes the other, so widening and writing overlap.
+     * One per export: its buffers and thread serve every tensor, and are made only when a tensor needs them.
      */
-    private static ExternalDataWriter.Location widen(ExternalDataWriter out, java.util.concurrent.ExecutorService writer,
-                                                     ByteBuffer src, DType dtype, long numel) throws IOException {
-        long start = out.beginPiecewise();
-        ByteBuffer[] pieces = {ByteBuffer.allocateDirect(PIECE_ELEMENTS * 4).order(ByteOrder.LITTLE_ENDIAN),
-                ByteBuffer.allocateDirect(PIECE_ELEMENTS * 4).order(ByteOrder.LITTLE_ENDIAN)};
-        java.nio.ShortBuffer in = src.duplicate().order(ByteOrder.LITTLE_ENDIAN).asShortBuffer();
-        short[] halves = new short[PIECE_ELEMENTS];
-        int[] words = new int[PIECE_ELEMENTS];
-        java.util.concurrent.Future<?> pending = null;
-        int k = 0;
-        for (long i = 0; i < numel; i += PIECE_ELEMENTS, k++) {
-            int n = (int) Math.min(PIECE_ELEMENTS, numel - i);
-            in.get(halves, 0, n);
-            if (dtype == DType.BF16) {
-                for (int j = 0; j < n; j++) {
-                    words[j] = halves[j] << 16;
-                }
-            } else {
-                for (int j = 0; j < n; j++) {
-                    words[j] = Float.floatToRawIntBits(FloatConversion.f16ToFloat(halves[j]));
-                }
-            }
-            ByteBuffer piece = pieces[k & 1]; // its last write (piece k - 2) finished before piece k - 1 was handed over
-            piece.clear();
-            piece.asIntBuffer().put(words, 0, n);
-            piece.limit(n * 4);
-            await(pending);
-            pending = writer.submit(() -> {
-                out.writePiece(piece);
-                return null;
-            });
-        }
-        await(pending);
-        return out.endPiecewise(start);
-    }
+    private static final class Widener implements AutoCloseable {
+        private final ExternalDataWriter out;
+        private java.util.concurrent.ExecutorService writer;
+        private ByteBuffer[] pieces;
+        private short[] halves;
+        private int[] words;
 
-    private static void await(java.util.concurrent.Future<?> write) throws IOException {
-        if (write == null) {
-            return;
+        Widener(ExternalDataWriter out) {
+            this.out = out;
         }
-        try {
-            write.get();
-        } catch (java.util.concurrent.ExecutionException e) {
-            if (e.getCause() instanceof IOException io) {
-                throw io;
+
+        ExternalDataWriter.Location widen(ByteBuffer src, DType dtype, long numel) throws IOException {
+            if (writer == null) {
+                writer = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+                    Thread t = new Thread(r, "hexforge-weights-writer");
+                    t.setDaemon(true);
+                    return t;
+                });
+                pieces = new ByteBuffer[]{ByteBuffer.allocateDirect(PIECE_ELEMENTS * 4).order(ByteOrder.LITTLE_ENDIAN),
+                        ByteBuffer.allocateDirect(PIECE_ELEMENTS * 4).order(ByteOrder.LITTLE_ENDIAN)};
+                halves = new short[PIECE_ELEMENTS];
+                words = new int[PIECE_ELEMENTS];
             }
-            throw new IllegalStateException("writing weights: " + e.getCause(), e.getCause());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new java.io.InterruptedIOException("interrupted while writing weights");
+            long start = out.beginPiecewise();
+            java.nio.ShortBuffer in = src.duplicate().order(ByteOrder.LITTLE_ENDIAN).asShortBuffer();
+            java.util.concurrent.Future<?> pending = null;
+            int k = 0;
+            for (long i = 0; i < numel; i += PIECE_ELEMENTS, k++) {
+                int n = (int) Math.min(PIECE_ELEMENTS, numel - i);
+                in.get(halves, 0, n);
+                if (dtype == DType.BF16) {
+                    for (int j = 0; j < n; j++) {
+                        words[j] = halves[j] << 16;
+                    }
+                } else {
+                    for (int j = 0; j < n; j++) {
+                        words[j] = Float.floatToRawIntBits(FloatConversion.f16ToFloat(halves[j]));
+                    }
+                }
+                ByteBuffer piece = pieces[k & 1]; // its last write (piece k - 2) finished before piece k - 1 was handed over
+                piece.clear();
+                piece.asIntBuffer().put(words, 0, n);
+                piece.limit(n * 4);
+                await(pending);
+                pending = writer.submit(() -> {
+                    out.writePiece(piece);
+                    return null;
+                });
+            }
+            await(pending); // every piece written: the next tensor may reuse both buffers
+            return out.endPiecewise(start);
+        }
+
+        private static void await(java.util.concurrent.Future<?> write) throws IOException {
+            if (write == null) {
+                return;
+            }
+            try {
+                write.get();
+            } catch (java.util.concurrent.ExecutionException e) {
+                if (e.getCause() instanceof IOException io) {
+                    throw io;
+                }
+                throw new IllegalStateException("writing weights: " + e.getCause(), e.getCause());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new java.io.InterruptedIOException("interrupted while writing weights");
+            }
+        }
+
+        @Override
+        public void close() {
+            if (writer != null) {
+                writer.shutdownNow();
+            }
         }
     }
 
