@@ -5,7 +5,6 @@ import ai.onnxruntime.OrtEnvironment;
 import ai.onnxruntime.OrtException;
 import ai.onnxruntime.OrtSession;
 import dev.hexforge.checkpoint.Checkpoint;
-import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.onnx.builder.GraphBuilder;
 import dev.hexforge.onnx.runtime.OrtSessions;
 import dev.hexforge.progress.Progress;
@@ -13,6 +12,8 @@ import dev.hexforge.quant.BundledData;
 import dev.hexforge.quant.QuantSpec;
 import dev.hexforge.quant.awq.Awq;
 import dev.hexforge.quant.calib.CalibrationSet;
+import dev.hexforge.quant.calib.LayerSource;
+import dev.hexforge.quant.StoredTensors;
 import dev.hexforge.quant.gptq.Gptq;
 import dev.hexforge.quant.gptq.GptqRunner;
 import dev.hexforge.quant.gptq.Hessian;
@@ -74,16 +75,15 @@ final class BenchCalibrated implements Callable<Integer> {
                 set = CalibrationSet.load(calibFile, tok, samples, length, 0);
             }
             set.warnings().forEach(w -> System.out.println("warning: " + w));
-            DecoderWeights all = DecoderWeights.load(ckpt);
             int n = layers == null ? ckpt.config().numLayers() : layers;
-            DecoderWeights base = all.firstLayers(n);
+            LayerSource base = LayerSource.of(ckpt).firstLayers(n);
             QuantSpec spec = new QuantSpec(bits, group, false);
             System.gc();
             BenchCommand.resetPeaks();
             long t0 = System.nanoTime();
             int linears = switch (method) {
-                case "gptq" -> GptqRunner.run(base, set, spec, Gptq.Options.defaults(), List.of(), Progress.NONE).model().linears().size();
-                case "awq" -> Awq.run(base, set, spec, List.of(), Progress.NONE).model().linears().size();
+                case "gptq" -> GptqRunner.run(base, set, spec, Gptq.Options.defaults(), List.of(), Progress.NONE, StoredTensors.in(work.resolve("q"))).model().linears().size();
+                case "awq" -> Awq.run(base, set, spec, List.of(), Progress.NONE, StoredTensors.in(work.resolve("q"))).model().linears().size();
                 default -> throw new IllegalArgumentException("--method must be gptq or awq, got " + method);
             };
             double secs = (System.nanoTime() - t0) / 1e9;

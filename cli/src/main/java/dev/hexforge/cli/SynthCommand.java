@@ -13,7 +13,7 @@ import java.util.concurrent.Callable;
 @Command(name = "synth", mixinStandardHelpOptions = true,
         description = "Write a checkpoint with a real preset's config and shapes, random weights and a real tokenizer.")
 final class SynthCommand implements Callable<Integer> {
-    @Option(names = "--preset", required = true, description = "tiny, qwen2.5-0.5b or qwen2.5-1.5b")
+    @Option(names = "--preset", required = true, description = "tiny, qwen2.5-0.5b, qwen2.5-1.5b or qwen2.5-3b")
     String preset;
     @Option(names = "--dtype", defaultValue = "bf16", description = "bf16, f16 or f32 (default: ${DEFAULT-VALUE})")
     String dtype;

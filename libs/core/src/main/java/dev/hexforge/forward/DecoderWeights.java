@@ -94,14 +94,6 @@ public final class DecoderWeights {
         return new DecoderWeights(c, embed, layers, ckpt.floats(TensorNames.FINAL_NORM), head);
     }
 
-    /** A view of the first {@code n} decoder layers (arrays shared), for benchmarks that sample a model's layers. */
-    public DecoderWeights firstLayers(int n) {
-        if (n < 1 || n > layers.length) {
-            throw new IllegalArgumentException("layers must be in [1, " + layers.length + "], got " + n);
-        }
-        return new DecoderWeights(config.withNumLayers(n), embed, java.util.Arrays.copyOf(layers, n), finalNorm, lmHead);
-    }
-
     /**
      * A copy in which every linear weight of the decoder layers is replaced by {@code f(layerIndex, linear)} when
      * that returns non-null (used for fake quantization and merged adapters); other arrays are shared.

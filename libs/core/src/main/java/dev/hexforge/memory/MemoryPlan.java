@@ -15,15 +15,13 @@ import java.util.Locale;
  * starts, so that a model too big for the process is refused with the figures ("needs 13.1 GB, this process can
  * have 5.9 GB") instead of failing with an OutOfMemoryError minutes in. The passes hold today:
  * <ul>
- *   <li>quantize: the float32 weights (4 bytes a parameter), the quantized linears (1 byte a weight) and their
- *       fake-quantized float copy the accuracy gate runs (4 bytes a weight); GPTQ and AWQ also the calibration
- *       activations of one layer and GPTQ one Hessian (doubles, inputs squared);</li>
+ *   <li>quantize: one layer at a time, each finished tensor kept in a file (see {@link #quantize(ModelConfig, String,
+ *       int, int, boolean, int)});</li>
  *   <li>finetune: the float32 weights plus the trainer's own (measured: 2.93 times the bf16 weights at 0.5B, so 6
  *       bytes a parameter) and the activations kept for the backward pass;</li>
  *   <li>export and merge stream tensor by tensor: the largest tensor widened to float32 (measured: a dynamic
  *       export of the 1.5B shape keeps under 10 MB live after collections).</li>
  * </ul>
- * Measured on the synthetic Qwen2.5-0.5B shape (RTN, INT8): 3.7 GB live after collections; the estimate says 3.9 GB.
  * The tiny fixture's fine-tune (batch 16 x 256) runs in a 512 MB stage service and is estimated at 0.35 GB.
  */
 public final class MemoryPlan {
@@ -69,20 +67,56 @@ public final class MemoryPlan {
 
     /** {@code method} rtn, gptq or awq; calibration of {@code samples} sequences of {@code length} tokens. */
     public static Estimate quantize(ModelConfig c, String method, int samples, int length) {
-        long p = parameters(c);
-        long embeddings = (long) c.vocabSize() * c.hiddenSize() * (c.tieWordEmbeddings() ? 1 : 2);
-        long lin = linearWeights(c) + embeddings;
-        long bytes = BASE + 4 * p + 5 * lin;
-        String basis = String.format(Locale.ROOT, "%s: %.2f B parameters in float32, the quantized linears, embedding "
-                + "and head and their fake-quantized copy", method, p / 1e9);
+        return quantize(c, method, samples, length, false, Runtime.getRuntime().availableProcessors());
+    }
+
+    /**
+     * The quantize pass reads one layer at a time and keeps every finished tensor in a file, so its peak is the
+     * larger of two phases: quantizing (RTN: one tensor; GPTQ and AWQ: one layer's float weights twice, the
+     * calibration activations and GPTQ's Hessians of the widest input) and the per-tensor reports that follow, which
+     * run on every core, each holding a tensor in float32 and quantized (the embedding the largest). The
+     * sensitivity scan ({@code scan}) runs the whole float model.
+     */
+    public static Estimate quantize(ModelConfig c, String method, int samples, int length, boolean scan, int cores) {
+        long embedding = (long) c.vocabSize() * c.hiddenSize();
+        long linear = largestLinear(c);
+        // the reports of the largest tensors at once, one per core: the embedding, an untied head, then linears
+        long reports = 0;
+        for (int i = 0; i < Math.max(1, cores); i++) {
+            reports += 5 * (i == 0 || i == 1 && !c.tieWordEmbeddings() ? embedding : linear);
+        }
+        long quantizing = 5 * linear;
+        String basis = String.format(Locale.ROOT, "%s by layer: %s for the largest tensors in float32 and quantized "
+                + "on %d cores", method, gb(reports), cores);
         if (!method.equals("rtn")) {
+            long layer = 2 * layerWeights(c) * Float.BYTES;
             long tokens = (long) samples * Math.min(length, c.maxPositionEmbeddings());
-            long activations = tokens * (3L * c.hiddenSize() + c.intermediateSize()) * Float.BYTES;
-            long hessian = method.equals("gptq") ? (long) c.intermediateSize() * c.intermediateSize() * Double.BYTES : 0;
-            bytes += activations + hessian;
-            basis += String.format(Locale.ROOT, ", %s of one layer's activations over %d calibration tokens", gb(activations), tokens);
+            long perToken = (5L * c.hiddenSize() + c.intermediateSize()) * Float.BYTES;
+            boolean gptq = method.equals("gptq");
+            // every sequence's hidden state; AWQ also keeps every sequence's trace through the layer, GPTQ one at a time
+            long activations = tokens * c.hiddenSize() * Float.BYTES
+                    + (gptq ? Math.min(length, c.maxPositionEmbeddings()) * perToken : tokens * perToken);
+            int widest = Math.max(c.hiddenSize(), c.intermediateSize());
+            // GPTQ: the Hessian (double) and its float copy, then the damped copy, its inverse and the result
+            long hessians = gptq ? 36L * widest * widest : 0;
+            quantizing = layer + activations + hessians;
+            basis += String.format(Locale.ROOT, "; %s for one layer twice, %s of activations over %d calibration tokens%s",
+                    gb(layer), gb(activations), tokens, hessians > 0 ? ", " + gb(hessians) + " of Hessians" : "");
+        }
+        long bytes = BASE + Math.max(reports, quantizing);
+        if (scan) {
+            bytes += 4 * parameters(c);
+            basis += String.format(Locale.ROOT, "; the sensitivity scan's %.2f B parameters in float32", parameters(c) / 1e9);
         }
         return new Estimate(Stage.QUANTIZE, bytes, basis);
+    }
+
+    private static long layerWeights(ModelConfig c) {
+        return linearWeights(c) / c.numLayers();
+    }
+
+    private static long largestLinear(ModelConfig c) {
+        return (long) c.hiddenSize() * c.intermediateSize();
     }
 
     public static Estimate finetune(ModelConfig c, int batch, int maxLength) {
@@ -110,7 +144,8 @@ public final class MemoryPlan {
             switch (s) {
                 case FINETUNE -> out.add(finetune(c, spec.finetune().batch(), spec.finetune().maxLength()));
                 case QUANTIZE -> out.add(quantize(c, spec.quantize().method(), spec.quantize().calibrationSamples(),
-                        spec.quantize().calibrationLength()));
+                        spec.quantize().calibrationLength(), spec.quantize().auto().maxExtraBytesPercent() > 0,
+                        Runtime.getRuntime().availableProcessors()));
                 case MERGE, EXPORT -> out.add(streaming(s, c));
                 default -> {
                 }

@@ -80,7 +80,7 @@ public final class QuantizePass {
         try (Checkpoint ckpt = Checkpoint.open(model)) {
             QuantizeOptions.Calibration cal = options.calibration();
             MemoryPlan.require(MemoryPlan.quantize(ckpt.config(), options.method(), cal == null ? 0 : cal.samples(),
-                    cal == null ? 0 : cal.length()));
+                    cal == null ? 0 : cal.length(), options.autoKeepPercent() > 0, Runtime.getRuntime().availableProcessors()));
             QuantizePipeline.Result r = QuantizePipeline.run(ckpt, options, out, progress);
             return new Result(r.report(), r.checkpoint());
         }

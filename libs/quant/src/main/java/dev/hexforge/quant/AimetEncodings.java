@@ -29,7 +29,7 @@ public final class AimetEncodings {
 
     /** Whether every quantized tensor of the model (linears, embedding and head) is per channel. */
     public static boolean supports(QuantizedModel qm) {
-        return qm.quantized().values().stream().allMatch(q -> q.spec().groupSize() == 0);
+        return qm.quantized().keySet().stream().allMatch(name -> qm.shape(name).spec().groupSize() == 0);
     }
 
     public static ObjectNode of(QuantizedModel qm, List<String> keep) {

@@ -16,6 +16,7 @@ import dev.hexforge.quant.onnx.QdqFormat;
 import dev.hexforge.quant.awq.Awq;
 import dev.hexforge.quant.calib.CalibrationSet;
 import dev.hexforge.quant.calib.CoverageReport;
+import dev.hexforge.quant.calib.LayerSource;
 import dev.hexforge.quant.gptq.GptqRunner;
 import dev.hexforge.tokenizer.Tokenizer;
 
@@ -69,7 +70,7 @@ public final class QuantizePipeline {
                         Math.min(cal.length(), ckpt.config().maxPositionEmbeddings()), cal.seed());
             }
         }
-        Path scratch = out.resolve(".gate");
+        Path scratch = out.resolve(".work");
         boolean finished = false;
         try {
             Files.createDirectories(out);
@@ -113,12 +114,11 @@ public final class QuantizePipeline {
     private static Result run(Checkpoint ckpt, QuantizeOptions opt, GateText text, CalibrationSet set, Path out, Path scratch,
                               Progress progress, long t0) throws IOException {
         progress.update("float baseline", 0, 4);
-        // first, while the heap holds no weights: ONNX Runtime holds the float model in native memory
-        Perplexity.Scored fp = FloatBaseline.of(ckpt, text, opt.cache(), scratch.resolve("float"));
+        Perplexity.Scored fp = FloatBaseline.of(ckpt, text, opt.cache());
 
         progress.update("quantize", 1, 4);
-        // RTN reads each tensor from the checkpoint; only the calibrated methods and the sensitivity scan run the float model
-        DecoderWeights base = !opt.method().equals("rtn") || opt.autoKeepPercent() > 0 ? DecoderWeights.load(ckpt) : null;
+        // each quantized tensor goes to a file as it is finished; the heap holds one layer at a time
+        StoredTensors linears = StoredTensors.in(scratch.resolve("linears"));
         QuantizedModel qm;
         CoverageReport coverage = set == null ? null : set.coverage();
         List<String> warnings = new ArrayList<>(set == null ? List.of() : set.warnings());
@@ -127,32 +127,32 @@ public final class QuantizePipeline {
         SensitivityScan.Result scan = null;
         List<String> keep = opt.keep();
         if (opt.autoKeepPercent() > 0) {
-            scan = SensitivityScan.run(base, set, opt.spec(), opt.autoKeepPercent());
+            // the scan runs the whole float model once per linear, so it holds the model
+            scan = SensitivityScan.run(DecoderWeights.load(ckpt), set, opt.spec(), opt.autoKeepPercent());
             keep = new ArrayList<>(keep);
             keep.addAll(scan.keep());
         }
-        if (!opt.method().equals("rtn")) {
-            if (opt.method().equals("gptq")) {
-                GptqRunner.Result r = GptqRunner.run(base, set, opt.spec(), opt.gptq(), keep, progress);
+        switch (opt.method()) {
+            case "gptq" -> {
+                GptqRunner.Result r = GptqRunner.run(LayerSource.of(ckpt), set, opt.spec(), opt.gptq(), keep, progress, linears);
                 qm = r.model();
                 r.errors().forEach(e -> outputErrors.put(e.name(), e));
-            } else {
-                Awq.Result r = Awq.run(base, set, opt.spec(), keep, progress);
+            }
+            case "awq" -> {
+                Awq.Result r = Awq.run(LayerSource.of(ckpt), set, opt.spec(), keep, progress, linears);
                 qm = r.model();
                 awqGroups = r.groups();
             }
-        } else {
-            qm = QuantizedModel.rtn(ckpt, opt.spec(), keep);
+            default -> qm = QuantizedModel.rtn(ckpt, opt.spec(), keep, linears);
         }
         if (qm.linears().isEmpty()) {
             throw new QuantizationException("every linear matched a --keep pattern " + keep + "; nothing to quantize");
         }
-        qm = base != null ? qm.withEmbeddings(base, opt.head()) : qm.withEmbeddings(ckpt, opt.head());
+        qm = qm.withEmbeddings(ckpt, opt.head(), StoredTensors.in(scratch.resolve("embeddings")));
         // every tensor's report on its own (on every core), in the model's order
         List<QuantizationReport.LayerReport> layers = qm.quantized().entrySet().stream().toList().parallelStream()
                 .map(e -> layerReport(e.getKey(), ckpt.floats(e.getKey()), e.getValue(), outputErrors.get(e.getKey())))
                 .toList();
-        base = null;
 
         progress.update("evaluate", 2, 4);
         LinearFormat shipped = MatMulNBitsFormat.runs(qm) ? new MatMulNBitsFormat(qm, MatMulNBitsFormat.INT8_ACTIVATIONS)

@@ -42,7 +42,7 @@ public final class QuantizedCheckpoint {
     }
 
     static String base(String weightName) {
-        return weightName.substring(0, weightName.length() - ".weight".length());
+        return StoredTensors.base(weightName);
     }
 
     public static void write(Checkpoint ckpt, QuantizedModel qm, String method, Path out) {
@@ -54,13 +54,14 @@ public final class QuantizedCheckpoint {
             Folders.deleteTree(tmp);
             Files.createDirectories(tmp);
             Map<String, QuantizedLinear> all = qm.quantized();
+            // tensors are read when written, one at a time: the quantized model may be kept in files (StoredTensors)
+            OneTensor last = new OneTensor(all);
             List<SafetensorsWriter.Entry> model = new ArrayList<>();
             for (String name : ckpt.store().names()) {
                 TensorInfo t = ckpt.store().info(name);
-                QuantizedLinear q = all.get(name);
                 float[] replaced = qm.replacedFloats().get(name);
-                if (q != null) {
-                    model.add(SafetensorsWriter.Entry.ofFloats(name, t.shape(), q::dequantize, DType.F32));
+                if (all.containsKey(name)) {
+                    model.add(SafetensorsWriter.Entry.ofFloats(name, t.shape(), () -> last.get(name).dequantize(), DType.F32));
                 } else if (replaced != null) {
                     model.add(SafetensorsWriter.Entry.ofFloats(name, t.shape(), replaced, DType.F32));
                 } else {
@@ -69,15 +70,9 @@ public final class QuantizedCheckpoint {
             }
             SafetensorsWriter.write(tmp.resolve("model.safetensors"), Map.of("format", "pt"), model);
             List<SafetensorsWriter.Entry> params = new ArrayList<>();
-            for (var e : all.entrySet()) {
-                QuantizedLinear q = e.getValue();
-                String b = base(e.getKey());
-                params.add(SafetensorsWriter.Entry.ofBytes(b + ".q", q.spec().symmetric() ? DType.I8 : DType.U8,
-                        new long[]{q.out(), q.in()}, ByteBuffer.wrap(q.q())));
-                params.add(SafetensorsWriter.Entry.ofFloats(b + ".scale", new long[]{q.out(), q.groups()}, q.scales(), DType.F32));
-                if (q.zeros() != null) {
-                    params.add(SafetensorsWriter.Entry.ofBytes(b + ".zero", DType.U8, new long[]{q.out(), q.groups()}, ByteBuffer.wrap(q.zeros())));
-                }
+            for (String name : all.keySet()) {
+                QuantizedLinear.Shape shape = qm.shape(name);
+                params.addAll(StoredTensors.entries(base(name), shape.out(), shape.in(), shape.spec(), () -> last.get(name)));
             }
             SafetensorsWriter.write(tmp.resolve(PARAMS), Map.of("format", "hexforge-quant"), params);
             ObjectNode info = JSON.createObjectNode();
@@ -115,10 +110,11 @@ public final class QuantizedCheckpoint {
         }
         QuantSpec spec = spec(info);
         QuantSpec headSpec = info.has("head") ? spec(info.get("head")) : null;
-        Map<String, QuantizedLinear> linears = new LinkedHashMap<>();
-        Map<String, QuantizedLinear> embeddings = new LinkedHashMap<>();
+        Map<String, QuantizedLinear.Shape> linears = new LinkedHashMap<>();
+        Map<String, QuantizedLinear.Shape> embeddings = new LinkedHashMap<>();
         Map<String, float[]> replaced = new LinkedHashMap<>();
-        try (SafetensorsFile p = SafetensorsFile.open(dir.resolve(PARAMS))) {
+        Path params = dir.resolve(PARAMS);
+        try (SafetensorsFile p = SafetensorsFile.open(params)) {
             for (TensorInfo t : p.tensors()) {
                 if (!t.name().endsWith(".q")) {
                     continue;
@@ -130,24 +126,51 @@ public final class QuantizedCheckpoint {
                 if (s == null) {
                     throw new QuantizationException(PARAMS + ": " + b + " is quantized but " + INFO + " has no head spec");
                 }
-                int out = (int) t.dim(0);
-                int in = (int) t.dim(1);
-                if (s.groups(in) != p.info(b + ".scale").dim(1)) {
-                    throw new QuantizationException(PARAMS + ": " + b + ".scale has " + p.info(b + ".scale").dim(1)
-                            + " groups, the spec needs " + s.groups(in));
-                }
-                byte[] q = new byte[out * in];
-                p.bytes(t.name()).get(q);
-                byte[] zeros = null;
-                if (!s.symmetric()) {
-                    zeros = new byte[(int) p.info(b + ".zero").numel()];
-                    p.bytes(b + ".zero").get(zeros);
-                }
-                (embedding ? embeddings : linears).put(weight, new QuantizedLinear(out, in, s, q, p.floats(b + ".scale"), zeros));
+                checkLayout(p, b, t, s);
+                (embedding ? embeddings : linears).put(weight, new QuantizedLinear.Shape((int) t.dim(0), (int) t.dim(1), s));
             }
         }
         info.path("replacedFloats").forEach(n -> replaced.put(n.asText(), ckpt.floats(n.asText())));
-        return new QuantizedModel(ckpt.config(), spec, linears, replaced, embeddings);
+        return new QuantizedModel(ckpt.config(), spec, StoredTensors.of(params, linears), replaced,
+                StoredTensors.of(params, embeddings));
+    }
+
+    /** The shapes of one tensor's entries against its spec, from the header alone (the values are read when used). */
+    private static void checkLayout(SafetensorsFile p, String b, TensorInfo q, QuantSpec s) {
+        if (q.shape().length != 2) {
+            throw new QuantizationException(PARAMS + ": " + b + ".q must be [out, in], got " + java.util.Arrays.toString(q.shape()));
+        }
+        long out = q.dim(0);
+        long groups = s.groups((int) q.dim(1));
+        for (String part : s.symmetric() ? List.of(".scale") : List.of(".scale", ".zero")) {
+            if (!p.contains(b + part)) {
+                throw new QuantizationException(PARAMS + ": " + b + part + " is missing");
+            }
+            TensorInfo t = p.info(b + part);
+            if (t.shape().length != 2 || t.dim(0) != out || t.dim(1) != groups) {
+                throw new QuantizationException(PARAMS + ": " + b + part + " has shape " + java.util.Arrays.toString(t.shape())
+                        + ", the spec needs [" + out + ", " + groups + "]");
+            }
+        }
+    }
+
+    /** The last tensor asked for, kept while its entries are written one after the other. */
+    private static final class OneTensor {
+        private final Map<String, QuantizedLinear> all;
+        private String name;
+        private QuantizedLinear value;
+
+        OneTensor(Map<String, QuantizedLinear> all) {
+            this.all = all;
+        }
+
+        QuantizedLinear get(String n) {
+            if (!n.equals(name)) {
+                value = all.get(n);
+                name = n;
+            }
+            return value;
+        }
     }
 
     private static QuantSpec spec(JsonNode n) {

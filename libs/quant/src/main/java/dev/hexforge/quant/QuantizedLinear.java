@@ -6,6 +6,14 @@ package dev.hexforge.quant;
  */
 public record QuantizedLinear(int out, int in, QuantSpec spec, byte[] q, float[] scales, byte[] zeros) {
 
+    /** What a quantized tensor is without its values: [out, in] under a spec. */
+    public record Shape(int out, int in, QuantSpec spec) {
+    }
+
+    public Shape shape() {
+        return new Shape(out, in, spec);
+    }
+
     public int groups() {
         return spec.groups(in);
     }

@@ -23,14 +23,19 @@ public record QuantizedModel(ModelConfig config, QuantSpec spec, Map<String, Qua
                              Map<String, float[]> replacedFloats, Map<String, QuantizedLinear> embeddings) {
 
     public QuantizedModel {
-        linears = Collections.unmodifiableMap(new LinkedHashMap<>(linears));
+        linears = frozen(linears);
         replacedFloats = Collections.unmodifiableMap(new LinkedHashMap<>(replacedFloats));
-        embeddings = Collections.unmodifiableMap(new LinkedHashMap<>(embeddings));
+        embeddings = frozen(embeddings);
         for (String name : embeddings.keySet()) {
             if (!name.equals(TensorNames.EMBED) && !(name.equals(TensorNames.LM_HEAD) && !config.tieWordEmbeddings())) {
                 throw new IllegalArgumentException(name + " is not a quantizable embedding of this model");
             }
         }
+    }
+
+    /** A copy of an in-memory map; tensors kept in files are taken as they are (copying would read them all). */
+    private static Map<String, QuantizedLinear> frozen(Map<String, QuantizedLinear> m) {
+        return m instanceof StoredTensors ? m : Collections.unmodifiableMap(new LinkedHashMap<>(m));
     }
 
     public QuantizedModel(ModelConfig config, QuantSpec spec, Map<String, QuantizedLinear> linears,
@@ -47,20 +52,26 @@ public record QuantizedModel(ModelConfig config, QuantSpec spec, Map<String, Qua
      * two otherwise); null leaves them in float.
      */
     public QuantizedModel withEmbeddings(DecoderWeights base, QuantSpec headSpec) {
-        return withEmbeddings(base::embed, base::lmHead, headSpec);
+        return withEmbeddings(base::embed, base::lmHead, headSpec, new LinkedHashMap<>());
     }
 
-    /** As {@link #withEmbeddings(DecoderWeights, QuantSpec)}, reading the two tensors from the checkpoint. */
+    /**
+     * As {@link #withEmbeddings(DecoderWeights, QuantSpec)}, reading the two tensors from the checkpoint and putting
+     * them into {@code into} (a {@link StoredTensors} keeps them off the heap).
+     */
+    public QuantizedModel withEmbeddings(Checkpoint ckpt, QuantSpec headSpec, Map<String, QuantizedLinear> into) {
+        return withEmbeddings(() -> ckpt.floats(TensorNames.EMBED), () -> ckpt.floats(TensorNames.LM_HEAD), headSpec, into);
+    }
+
     public QuantizedModel withEmbeddings(Checkpoint ckpt, QuantSpec headSpec) {
-        return withEmbeddings(() -> ckpt.floats(TensorNames.EMBED), () -> ckpt.floats(TensorNames.LM_HEAD), headSpec);
+        return withEmbeddings(ckpt, headSpec, new LinkedHashMap<>());
     }
 
     private QuantizedModel withEmbeddings(java.util.function.Supplier<float[]> embed, java.util.function.Supplier<float[]> lmHead,
-                                          QuantSpec headSpec) {
+                                          QuantSpec headSpec, Map<String, QuantizedLinear> e) {
         if (headSpec == null) {
             return new QuantizedModel(config, spec, linears, replacedFloats, Map.of());
         }
-        Map<String, QuantizedLinear> e = new LinkedHashMap<>();
         e.put(TensorNames.EMBED, Rtn.quantize(embed.get(), config.vocabSize(), config.hiddenSize(), headSpec));
         if (!config.tieWordEmbeddings()) {
             e.put(TensorNames.LM_HEAD, Rtn.quantize(lmHead.get(), config.vocabSize(), config.hiddenSize(), headSpec));
@@ -70,20 +81,66 @@ public record QuantizedModel(ModelConfig config, QuantSpec spec, Map<String, Qua
 
     /** The spec of the embedding and head, or null when they are float. */
     public QuantSpec headSpec() {
-        return embeddings.isEmpty() ? null : embeddings.values().iterator().next().spec();
+        if (embeddings.isEmpty()) {
+            return null;
+        }
+        return shape(embeddings.keySet().iterator().next()).spec();
     }
 
-    /** Every quantized tensor, linears then embeddings, by weight name. */
+    /** A quantized tensor's shape and spec (not reading a stored tensor), or null when the name is not quantized. */
+    public QuantizedLinear.Shape shape(String name) {
+        for (Map<String, QuantizedLinear> m : List.of(linears, embeddings)) {
+            if (m instanceof StoredTensors stored) {
+                QuantizedLinear.Shape s = stored.shape(name);
+                if (s != null) {
+                    return s;
+                }
+            } else if (m.containsKey(name)) {
+                return m.get(name).shape();
+            }
+        }
+        return null;
+    }
+
+    /** Every quantized tensor, linears then embeddings, by weight name; a view, reading stored tensors when asked. */
     public Map<String, QuantizedLinear> quantized() {
-        Map<String, QuantizedLinear> all = new LinkedHashMap<>(linears);
-        all.putAll(embeddings);
-        return all;
+        return new java.util.AbstractMap<>() {
+            @Override
+            public QuantizedLinear get(Object name) {
+                QuantizedLinear q = linears.get(name);
+                return q != null ? q : embeddings.get(name);
+            }
+
+            @Override
+            public boolean containsKey(Object name) {
+                return linears.containsKey(name) || embeddings.containsKey(name);
+            }
+
+            @Override
+            public java.util.Set<Entry<String, QuantizedLinear>> entrySet() {
+                return new java.util.AbstractSet<>() {
+                    @Override
+                    public java.util.Iterator<Entry<String, QuantizedLinear>> iterator() {
+                        return java.util.stream.Stream.concat(linears.entrySet().stream(), embeddings.entrySet().stream()).iterator();
+                    }
+
+                    @Override
+                    public int size() {
+                        return linears.size() + embeddings.size();
+                    }
+                };
+            }
+        };
     }
 
     /** RTN over every decoder linear whose module name matches none of {@code keep} (e.g. "q_proj", "layers.0.mlp"). */
     public static QuantizedModel rtn(Checkpoint ckpt, QuantSpec spec, List<String> keep) {
+        return rtn(ckpt, spec, keep, new LinkedHashMap<>());
+    }
+
+    /** As {@link #rtn(Checkpoint, QuantSpec, List)}, putting each tensor into {@code out} as it is quantized. */
+    public static QuantizedModel rtn(Checkpoint ckpt, QuantSpec spec, List<String> keep, Map<String, QuantizedLinear> out) {
         ModelConfig c = ckpt.config();
-        Map<String, QuantizedLinear> out = new LinkedHashMap<>();
         for (int l = 0; l < c.numLayers(); l++) {
             for (Linear lin : Linear.values()) {
                 String name = TensorNames.weight(l, lin);

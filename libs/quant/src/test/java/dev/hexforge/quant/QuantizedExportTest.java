@@ -5,6 +5,7 @@ import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.eval.Perplexity;
 import dev.hexforge.forward.DecoderForward;
 import dev.hexforge.forward.DecoderWeights;
+import dev.hexforge.quant.calib.LayerSource;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.Generator;
 import dev.hexforge.onnx.export.DecoderExporter;
@@ -127,7 +128,7 @@ class QuantizedExportTest {
         try (dev.hexforge.tokenizer.Tokenizer tok = dev.hexforge.tokenizer.Tokenizer.load(Fixtures.qwen2Tiny())) {
             calib = dev.hexforge.quant.calib.CalibrationSet.load(Fixtures.root().resolve("calib.jsonl"), tok, 16, 128, 0);
         }
-        QuantizedModel qm = dev.hexforge.quant.awq.Awq.run(base, calib, QuantSpec.int4Group128(), List.of("v_proj"), Progress.NONE).model();
+        QuantizedModel qm = dev.hexforge.quant.awq.Awq.run(LayerSource.of(base), calib, QuantSpec.int4Group128(), List.of("v_proj"), Progress.NONE).model();
         Path out = tmp.resolve("awq-static");
         DecoderExporter.export(ckpt, out, ExportOptions.staticShapes(128, 512), new QdqFormat(qm), Progress.NONE);
         DecoderForward reference = new DecoderForward(qm.fakeQuantized(base));

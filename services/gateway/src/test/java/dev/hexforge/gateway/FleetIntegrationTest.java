@@ -293,11 +293,11 @@ class FleetIntegrationTest {
     @Test
     void aModelTheQuantizeServicesCannotHoldIsRefusedWithTheMemoryTheyReport() throws Exception {
         // no hexforge.worker-memory here: the limit is what the quantize service (this JVM's heap) reports
-        Path big = Files.createDirectories(home.resolve("models").resolve("qwen2.5-1.5b-config-only"));
+        Path big = Files.createDirectories(home.resolve("models").resolve("qwen2.5-7b-config-only"));
         com.fasterxml.jackson.databind.node.ObjectNode config = (com.fasterxml.jackson.databind.node.ObjectNode)
                 JSON.readTree(Fixtures.qwen2Tiny().resolve("config.json").toFile());
-        config.put("hidden_size", 1536).put("intermediate_size", 8960).put("num_hidden_layers", 28).put("num_attention_heads", 12)
-                .put("num_key_value_heads", 2).put("vocab_size", 151936).put("max_position_embeddings", 32768);
+        config.put("hidden_size", 3584).put("intermediate_size", 18944).put("num_hidden_layers", 28).put("num_attention_heads", 28)
+                .put("num_key_value_heads", 4).put("vocab_size", 152064).put("max_position_embeddings", 32768);
         JSON.writeValue(big.resolve("config.json").toFile(), config);
         String spec = "{\"name\": \"too-big\", \"model\": {\"path\": " + JSON.writeValueAsString(big.toString())
                 + "}, \"stages\": [\"quantize\", \"export\"], \"quantize\": {\"method\": \"rtn\", \"bits\": 8}}";

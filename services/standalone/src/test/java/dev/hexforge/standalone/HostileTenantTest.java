@@ -508,19 +508,19 @@ class HostileTenantTest {
 
     @Test
     void aModelNoStageServiceCanHoldIsRefusedAtSubmissionWithTheEstimate() throws Exception {
-        // the config of Qwen2.5-1.5B (the gateway reads only config.json to plan): more than this test fleet's heap
-        Path big = Files.createDirectories(Standalone.modelsFolder(home).resolve("qwen2.5-1.5b-config-only"));
+        // the config of Qwen2.5-7B (the gateway reads only config.json to plan): more than this test fleet's heap
+        Path big = Files.createDirectories(Standalone.modelsFolder(home).resolve("qwen2.5-7b-config-only"));
         com.fasterxml.jackson.databind.node.ObjectNode config = (com.fasterxml.jackson.databind.node.ObjectNode)
                 JSON.readTree(Fixtures.qwen2Tiny().resolve("config.json").toFile());
-        config.put("hidden_size", 1536).put("intermediate_size", 8960).put("num_hidden_layers", 28).put("num_attention_heads", 12)
-                .put("num_key_value_heads", 2).put("vocab_size", 151936).put("max_position_embeddings", 32768);
+        config.put("hidden_size", 3584).put("intermediate_size", 18944).put("num_hidden_layers", 28).put("num_attention_heads", 28)
+                .put("num_key_value_heads", 4).put("vocab_size", 152064).put("max_position_embeddings", 32768);
         JSON.writeValue(big.resolve("config.json").toFile(), config);
         Reply r = submit("{\"model\": " + q(big) + ", \"stages\": [\"quantize\", \"export\"]}", mallory);
         assertEquals(400, r.status(), r.body());
         JsonNode problem = r.json().path("problems").get(0);
         assertEquals("quantize", problem.path("path").asText(), r.body());
-        assertTrue(problem.path("message").asText().matches("quantize needs about 1[0-9]\\.[0-9] GB of memory for this model \\(rtn: 1\\.54 B "
-                + "parameters.*; this fleet's quantize services can have [0-9.]+ GB \\((as they report it|hexforge.worker-memory)\\)"), r.body());
+        assertTrue(problem.path("message").asText().matches("quantize needs about [0-9]+\\.[0-9] GB of memory for this model \\(rtn by layer: "
+                + ".*; this fleet's quantize services can have [0-9.]+ GB \\((as they report it|hexforge.worker-memory)\\)"), r.body());
         assertEquals(1, r.json().path("problems").size(), "export streams: it fits");
     }
 

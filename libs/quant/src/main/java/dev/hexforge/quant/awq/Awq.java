@@ -3,7 +3,6 @@ package dev.hexforge.quant.awq;
 import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.checkpoint.TensorNames.Linear;
-import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.progress.Progress;
 import dev.hexforge.quant.QuantSpec;
 import dev.hexforge.quant.QuantizedLinear;
@@ -11,6 +10,7 @@ import dev.hexforge.quant.QuantizedModel;
 import dev.hexforge.quant.calib.CalibrationSet;
 import dev.hexforge.quant.calib.LayerForward;
 import dev.hexforge.quant.calib.LayerParams;
+import dev.hexforge.quant.calib.LayerSource;
 import dev.hexforge.quant.rtn.Rtn;
 
 import java.util.ArrayList;
@@ -51,20 +51,25 @@ public final class Awq {
     private Awq() {
     }
 
-    public static Result run(DecoderWeights base, CalibrationSet calib, QuantSpec spec, List<String> keep, Progress progress) {
+    public static Result run(LayerSource base, CalibrationSet calib, QuantSpec spec, List<String> keep, Progress progress) {
+        return run(base, calib, spec, keep, progress, new LinkedHashMap<>());
+    }
+
+    /** As the other, putting each quantized linear into {@code out} as it is finished (a StoredTensors keeps them off the heap). */
+    public static Result run(LayerSource base, CalibrationSet calib, QuantSpec spec, List<String> keep, Progress progress,
+                             Map<String, QuantizedLinear> out) {
         ModelConfig c = base.config();
         LayerForward lf = new LayerForward(c);
         List<int[]> seqs = calib.sequences();
         List<float[]> xs = new ArrayList<>();
         for (int[] s : seqs) {
-            xs.add(LayerForward.embed(base.embed(), c.hiddenSize(), s));
+            xs.add(base.embed(s));
         }
-        Map<String, QuantizedLinear> out = new LinkedHashMap<>();
         Map<String, float[]> replaced = new LinkedHashMap<>();
         List<GroupError> errors = new ArrayList<>();
         for (int l = 0; l < c.numLayers(); l++) {
-            LayerParams orig = LayerParams.copyOf(base.layer(l));
-            LayerParams p = LayerParams.copyOf(base.layer(l));
+            LayerParams orig = base.layer(l);
+            LayerParams p = base.layer(l);
             List<LayerForward.Trace> traces = new ArrayList<>();
             for (int s = 0; s < xs.size(); s++) {
                 traces.add(lf.run(orig, xs.get(s), seqs.get(s).length));

@@ -3,7 +3,6 @@ package dev.hexforge.quant.gate;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.eval.Perplexity;
-import dev.hexforge.onnx.export.LinearFormat;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -20,7 +19,8 @@ import java.util.stream.Stream;
 /**
  * The float model's scores on the gate's windows, computed once per model and text: kept in
  * {@code CACHE/gate-baseline/<digest>.json}, keyed by the SHA-256 of the checkpoint's config and weight files and of
- * the scored tokens. A float export through ONNX Runtime, like the quantized one it is compared with.
+ * the scored tokens. Scored by layer from the checkpoint ({@link FloatScoring}), so a model of any size needs one
+ * layer's weights in memory.
  */
 public final class FloatBaseline {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -32,7 +32,7 @@ public final class FloatBaseline {
     }
 
     /** @param cache the cache folder, or null to compute every time */
-    public static Perplexity.Scored of(Checkpoint ckpt, GateText text, Path cache, Path scratch) {
+    public static Perplexity.Scored of(Checkpoint ckpt, GateText text, Path cache) {
         Path file = cache == null ? null : cache.resolve("gate-baseline").resolve(key(ckpt.dir(), text) + ".json");
         if (file != null && Files.isRegularFile(file)) {
             try {
@@ -43,7 +43,7 @@ public final class FloatBaseline {
                 // an unreadable entry is recomputed and replaced
             }
         }
-        Perplexity.Scored s = OnnxScoring.score(ckpt, LinearFormat.FLOAT, text, scratch);
+        Perplexity.Scored s = FloatScoring.score(ckpt, text);
         if (file != null) {
             Perplexity.Result r = s.result();
             try {

@@ -3,7 +3,6 @@ package dev.hexforge.quant.gptq;
 import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.checkpoint.TensorNames.Linear;
-import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.progress.Progress;
 import dev.hexforge.quant.QuantSpec;
 import dev.hexforge.quant.QuantizedLinear;
@@ -11,6 +10,7 @@ import dev.hexforge.quant.QuantizedModel;
 import dev.hexforge.quant.calib.CalibrationSet;
 import dev.hexforge.quant.calib.LayerForward;
 import dev.hexforge.quant.calib.LayerParams;
+import dev.hexforge.quant.calib.LayerSource;
 import dev.hexforge.quant.rtn.Rtn;
 
 import java.util.ArrayList;
@@ -40,18 +40,23 @@ public final class GptqRunner {
     private GptqRunner() {
     }
 
-    public static Result run(DecoderWeights base, CalibrationSet calib, QuantSpec spec, Gptq.Options opt, List<String> keep,
+    public static Result run(LayerSource base, CalibrationSet calib, QuantSpec spec, Gptq.Options opt, List<String> keep,
                              Progress progress) {
+        return run(base, calib, spec, opt, keep, progress, new LinkedHashMap<>());
+    }
+
+    /** As the other, putting each quantized linear into {@code out} as it is finished (a StoredTensors keeps them off the heap). */
+    public static Result run(LayerSource base, CalibrationSet calib, QuantSpec spec, Gptq.Options opt, List<String> keep,
+                             Progress progress, Map<String, QuantizedLinear> out) {
         ModelConfig c = base.config();
         LayerForward lf = new LayerForward(c);
         List<float[]> xs = new ArrayList<>();
         for (int[] seq : calib.sequences()) {
-            xs.add(LayerForward.embed(base.embed(), c.hiddenSize(), seq));
+            xs.add(base.embed(seq));
         }
-        Map<String, QuantizedLinear> out = new LinkedHashMap<>();
         List<LayerError> errors = new ArrayList<>();
         for (int l = 0; l < c.numLayers(); l++) {
-            LayerParams p = LayerParams.copyOf(base.layer(l));
+            LayerParams p = base.layer(l);
             for (List<Linear> subset : SUBSETS) {
                 Hessian hs = null;
                 for (int s = 0; s < xs.size(); s++) {
@@ -64,6 +69,7 @@ public final class GptqRunner {
                     hs.add(in, len);
                 }
                 double[] h = hs.matrix();
+                hs = null; // its accumulators are as large as the Hessian
                 float[] hf = new float[h.length];
                 for (int i = 0; i < h.length; i++) {
                     hf[i] = (float) h[i];

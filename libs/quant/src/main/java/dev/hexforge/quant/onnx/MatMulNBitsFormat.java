@@ -83,6 +83,10 @@ public final class MatMulNBitsFormat extends QuantizedLinearFormat {
     }
 
     static int blockSize(QuantizedLinear q) {
+        return blockSize(q.shape());
+    }
+
+    static int blockSize(QuantizedLinear.Shape q) {
         if (q.spec().groupSize() > 0) {
             return q.spec().groupSize();
         }
@@ -185,7 +189,7 @@ public final class MatMulNBitsFormat extends QuantizedLinearFormat {
     @Override
     public String emit(GraphBuilder g, Function<String, String> initializer, String scope, String x, String weight,
                        String bias) {
-        QuantizedLinear q = tensor(weight);
+        QuantizedLinear.Shape q = shape(weight);
         List<String> in = new ArrayList<>(List.of(x, initializer.apply(weight + "_nbits"), initializer.apply(weight + "_nbits_scales")));
         boolean zeroPoints = !q.spec().symmetric();
         if (zeroPoints || bias != null) {
@@ -207,7 +211,7 @@ public final class MatMulNBitsFormat extends QuantizedLinearFormat {
      */
     @Override
     public String emitLookup(GraphBuilder g, Function<String, String> initializer, String scope, String ids, String weight) {
-        QuantizedLinear q = tensor(weight);
+        QuantizedLinear.Shape q = shape(weight);
         int bits = q.spec().bits();
         int block = blockSize(q);
         int blocks = (q.in() + block - 1) / block;

@@ -32,8 +32,8 @@ public final class QdqFormat extends QuantizedLinearFormat {
     @Override
     public int minOpset() {
         int opset = 17;
-        for (QuantizedLinear q : tensors.values()) {
-            QuantSpec s = q.spec();
+        for (String name : tensors.keySet()) {
+            QuantSpec s = shape(name).spec();
             if (s.bits() == 4 || s.groupSize() > 0) {
                 opset = 21;
             }
@@ -113,7 +113,7 @@ public final class QdqFormat extends QuantizedLinearFormat {
 
     /** The float [in, out] weight. */
     private String dequantized(GraphBuilder g, Function<String, String> initializer, String scope, String weight) {
-        QuantSpec s = tensor(weight).spec();
+        QuantSpec s = shape(weight).spec();
         List<String> dqInputs = new ArrayList<>(List.of(initializer.apply(weight + "_quantized"), initializer.apply(weight + "_scale")));
         if (!s.symmetric()) {
             dqInputs.add(initializer.apply(weight + "_zero_point"));

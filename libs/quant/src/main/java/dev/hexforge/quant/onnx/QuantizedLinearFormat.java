@@ -25,12 +25,13 @@ abstract class QuantizedLinearFormat implements LinearFormat {
         return tensors.containsKey(weight);
     }
 
-    protected QuantizedLinear tensor(String weight) {
-        QuantizedLinear q = tensors.get(weight);
-        if (q == null) {
+    /** A quantized tensor's shape and spec, without its values. */
+    protected QuantizedLinear.Shape shape(String weight) {
+        QuantizedLinear.Shape s = model.shape(weight);
+        if (s == null) {
             throw new IllegalStateException(weight + " is not quantized");
         }
-        return q;
+        return s;
     }
 
     @Override

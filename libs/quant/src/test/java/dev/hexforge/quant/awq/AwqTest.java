@@ -4,6 +4,7 @@ import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.eval.Perplexity;
 import dev.hexforge.forward.DecoderForward;
 import dev.hexforge.forward.DecoderWeights;
+import dev.hexforge.quant.calib.LayerSource;
 import dev.hexforge.progress.Progress;
 import dev.hexforge.quant.QuantSpec;
 import dev.hexforge.quant.QuantizedModel;
@@ -40,7 +41,7 @@ class AwqTest {
 
     @Test
     void everyScaledGroupMeetsItsObjectiveAtLeastAsWellAsRtnAt4Bits() {
-        Awq.Result r = Awq.run(base, calib, QuantSpec.int4Group128(), List.of(), Progress.NONE);
+        Awq.Result r = Awq.run(LayerSource.of(base), calib, QuantSpec.int4Group128(), List.of(), Progress.NONE);
         assertEquals(3 * 4, r.groups().size(), "GQA: v->o is skipped, three groups per layer");
         for (Awq.GroupError g : r.groups()) {
             assertTrue(g.awq() <= g.rtn() * (1 + 1e-9), "layer " + g.layer() + " " + g.group() + ": AWQ " + g.awq() + " > RTN " + g.rtn());
@@ -62,7 +63,7 @@ class AwqTest {
         try (Tokenizer tok = Tokenizer.load(Fixtures.qwen2Tiny())) {
             full = CalibrationSet.load(Fixtures.root().resolve("calib.jsonl"), tok, 128, 512, 0);
         }
-        QuantizedModel awq = Awq.run(base, full, three, List.of(), Progress.NONE).model();
+        QuantizedModel awq = Awq.run(LayerSource.of(base), full, three, List.of(), Progress.NONE).model();
         double a = Perplexity.evaluate(new DecoderForward(awq.fakeQuantized(base)), ids, 128, null).perplexity();
         System.out.printf("3-bit perplexity: RTN %.3f, AWQ %.3f%n", rtn, a);
         assertTrue(a < rtn, "3-bit AWQ perplexity " + a + " vs RTN " + rtn);
@@ -71,7 +72,7 @@ class AwqTest {
     @Test
     void foldingKeepsTheFloatModelExact() {
         // AWQ with 8-bit quantization of nothing: keep every linear, so only scales are folded; the model must not change
-        Awq.Result r = Awq.run(base, calib, QuantSpec.int4Group128(), List.of("_proj"), Progress.NONE);
+        Awq.Result r = Awq.run(LayerSource.of(base), calib, QuantSpec.int4Group128(), List.of("_proj"), Progress.NONE);
         assertEquals(0, r.model().linears().size());
         DecoderForward folded = new DecoderForward(r.model().fakeQuantized(base));
         DecoderForward original = new DecoderForward(base);

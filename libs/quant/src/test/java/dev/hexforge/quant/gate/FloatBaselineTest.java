@@ -20,7 +20,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
-/** The gate's float baseline: the reference perplexity through ONNX Runtime, computed once per model and text. */
+/** The gate's float baseline: the reference perplexity, scored by layer, computed once per model and text. */
 class FloatBaselineTest {
     @TempDir
     Path tmp;
@@ -33,11 +33,10 @@ class FloatBaselineTest {
             GateText all = GateText.of(Fixtures.root().resolve("corpus/eval.txt"), tok, 128, Integer.MAX_VALUE, 512);
             assertEquals(223 * 128, all.ids().length, "the reference's 223 whole windows");
             assertArrayEquals(java.util.Arrays.copyOf(Fixtures.evalTxtIds(), all.ids().length), all.ids());
-            Perplexity.Scored first = FloatBaseline.of(ckpt, all, cache, tmp.resolve("scratch"));
+            Perplexity.Scored first = FloatBaseline.of(ckpt, all, cache);
             double reference = Fixtures.json(Fixtures.reference("perplexity.json")).path("results").path("float32")
                     .path("eval.txt").path("perplexity").asDouble();
             assertEquals(reference, first.result().perplexity(), reference * 1e-5);
-            assertFalse(Files.exists(tmp.resolve("scratch")), "the float export is deleted");
 
             List<Path> entries;
             try (Stream<Path> s = Files.list(cache.resolve("gate-baseline"))) {
@@ -47,13 +46,13 @@ class FloatBaselineTest {
             ObjectNode entry = (ObjectNode) json.readTree(entries.get(0).toFile());
             entry.put("perplexity", 42.0);
             json.writeValue(entries.get(0).toFile(), entry);
-            Perplexity.Scored second = FloatBaseline.of(ckpt, all, cache, tmp.resolve("scratch"));
+            Perplexity.Scored second = FloatBaseline.of(ckpt, all, cache);
             assertEquals(42.0, second.result().perplexity(), "read from the cache, not recomputed");
             assertArrayEquals(first.top1(), second.top1());
 
             GateText shorter = GateText.of(Fixtures.root().resolve("corpus/eval.txt"), tok, 128, 1024, 512);
             assertEquals(1024, shorter.ids().length);
-            Perplexity.Scored other = FloatBaseline.of(ckpt, shorter, cache, tmp.resolve("scratch"));
+            Perplexity.Scored other = FloatBaseline.of(ckpt, shorter, cache);
             assertNotEquals(42.0, other.result().perplexity(), "another text is another entry");
             assertEquals(8 * 127, other.top1().length);
         }

@@ -4,6 +4,7 @@ import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.eval.Perplexity;
 import dev.hexforge.forward.DecoderForward;
 import dev.hexforge.forward.DecoderWeights;
+import dev.hexforge.quant.calib.LayerSource;
 import dev.hexforge.progress.Progress;
 import dev.hexforge.quant.QuantSpec;
 import dev.hexforge.quant.QuantizedLinear;
@@ -61,7 +62,7 @@ class GptqTest {
 
     @Test
     void gptqBeatsRtnOnEveryLinearAndByThirtyPercentOnAverageAt4Bits() {
-        GptqRunner.Result r = GptqRunner.run(base, calib, QuantSpec.int4Group128(), Gptq.Options.defaults(), List.of(), Progress.NONE);
+        GptqRunner.Result r = GptqRunner.run(LayerSource.of(base), calib, QuantSpec.int4Group128(), Gptq.Options.defaults(), List.of(), Progress.NONE);
         assertTrue(r.errors().size() == 28);
         double sum = 0;
         for (GptqRunner.LayerError e : r.errors()) {
@@ -75,7 +76,7 @@ class GptqTest {
 
     @Test
     void actOrderAlsoBeatsRtn() {
-        GptqRunner.Result r = GptqRunner.run(base, calib, QuantSpec.int4Group128(), new Gptq.Options(128, 0.01, true), List.of(), Progress.NONE);
+        GptqRunner.Result r = GptqRunner.run(LayerSource.of(base), calib, QuantSpec.int4Group128(), new Gptq.Options(128, 0.01, true), List.of(), Progress.NONE);
         for (GptqRunner.LayerError e : r.errors()) {
             assertTrue(e.gptq() <= e.rtn() * (1 + 1e-9), e.name() + ": GPTQ " + e.gptq() + " > RTN " + e.rtn());
         }
@@ -86,7 +87,7 @@ class GptqTest {
         QuantSpec three = new QuantSpec(3, 128, false);
         int[] ids = Fixtures.evalTxtIds();
         double rtn = Perplexity.evaluate(new DecoderForward(QuantizedModel.rtn(ckpt, three, List.of()).fakeQuantized(base)), ids, 128, null).perplexity();
-        QuantizedModel g = GptqRunner.run(base, calib, three, Gptq.Options.defaults(), List.of(), Progress.NONE).model();
+        QuantizedModel g = GptqRunner.run(LayerSource.of(base), calib, three, Gptq.Options.defaults(), List.of(), Progress.NONE).model();
         double gptq = Perplexity.evaluate(new DecoderForward(g.fakeQuantized(base)), ids, 128, null).perplexity();
         assertTrue(gptq < rtn, "3-bit GPTQ perplexity " + gptq + " vs RTN " + rtn);
     }

@@ -1,0 +1,111 @@
+package dev.hexforge.quant.calib;
+
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.checkpoint.ModelConfig;
+import dev.hexforge.checkpoint.TensorNames;
+import dev.hexforge.checkpoint.TensorNames.Linear;
+import dev.hexforge.forward.DecoderWeights;
+import dev.hexforge.safetensors.FloatConversion;
+import dev.hexforge.safetensors.TensorInfo;
+
+import java.nio.ByteBuffer;
+
+/**
+ * Where a calibrated quantizer reads the float model, one decoder layer at a time: each {@link #layer} is a fresh
+ * working copy, and the embedding is read by the rows a sequence uses. Read from a checkpoint ({@link #of(Checkpoint)}),
+ * the heap holds one layer however large the model; {@link #of(DecoderWeights)} serves a model already in memory.
+ * Both give the same floats.
+ */
+public interface LayerSource {
+    ModelConfig config();
+
+    /** A working copy of layer {@code l}'s weights, norms and biases. */
+    LayerParams layer(int l);
+
+    /** The token embeddings of a sequence, [ids.length, hidden]. */
+    float[] embed(int[] ids);
+
+    /** This source cut to its first {@code n} layers (benchmarks that sample a model's layers). */
+    default LayerSource firstLayers(int n) {
+        LayerSource all = this;
+        if (n < 1 || n > config().numLayers()) {
+            throw new IllegalArgumentException("layers must be in [1, " + config().numLayers() + "], got " + n);
+        }
+        ModelConfig c = config().withNumLayers(n);
+        return new LayerSource() {
+            @Override
+            public ModelConfig config() {
+                return c;
+            }
+
+            @Override
+            public LayerParams layer(int l) {
+                return all.layer(l);
+            }
+
+            @Override
+            public float[] embed(int[] ids) {
+                return all.embed(ids);
+            }
+        };
+    }
+
+    static LayerSource of(DecoderWeights w) {
+        return new LayerSource() {
+            @Override
+            public ModelConfig config() {
+                return w.config();
+            }
+
+            @Override
+            public LayerParams layer(int l) {
+                return LayerParams.copyOf(w.layer(l));
+            }
+
+            @Override
+            public float[] embed(int[] ids) {
+                return LayerForward.embed(w.embed(), w.config().hiddenSize(), ids);
+            }
+        };
+    }
+
+    static LayerSource of(Checkpoint ckpt) {
+        ModelConfig c = ckpt.config();
+        return new LayerSource() {
+            @Override
+            public ModelConfig config() {
+                return c;
+            }
+
+            @Override
+            public LayerParams layer(int l) {
+                LayerParams p = new LayerParams();
+                p.inputNorm = ckpt.floats(TensorNames.inputNorm(l));
+                p.postAttentionNorm = ckpt.floats(TensorNames.postAttentionNorm(l));
+                for (Linear lin : Linear.values()) {
+                    p.weights.put(lin, ckpt.floats(TensorNames.weight(l, lin)));
+                }
+                if (c.attentionBias()) {
+                    for (Linear lin : new Linear[]{Linear.Q, Linear.K, Linear.V}) {
+                        p.biases.put(lin, ckpt.floats(TensorNames.bias(l, lin)));
+                    }
+                }
+                return p;
+            }
+
+            @Override
+            public float[] embed(int[] ids) {
+                int h = c.hiddenSize();
+                TensorInfo t = ckpt.store().info(TensorNames.EMBED);
+                ByteBuffer table = ckpt.store().bytes(TensorNames.EMBED);
+                int rowBytes = h * t.dtype().bytes();
+                float[] out = new float[ids.length * h];
+                for (int i = 0; i < ids.length; i++) {
+                    ByteBuffer row = table.slice(ids[i] * rowBytes, rowBytes);
+                    System.arraycopy(FloatConversion.toFloats(row, t.dtype(), h, TensorNames.EMBED), 0, out, i * h, h);
+                }
+                return out;
+            }
+        };
+    }
+}

@@ -1,0 +1,110 @@
+package dev.hexforge.quant.gate;
+
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.checkpoint.ModelConfig;
+import dev.hexforge.checkpoint.TensorNames;
+import dev.hexforge.eval.Perplexity;
+import dev.hexforge.kernels.Kernels;
+import dev.hexforge.quant.calib.LayerForward;
+import dev.hexforge.quant.calib.LayerSource;
+import dev.hexforge.safetensors.FloatConversion;
+import dev.hexforge.safetensors.TensorInfo;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Scores the gate's windows on the float model layer by layer, read from the mapped checkpoint: every window
+ * passes through layer 0, then layer 1, and so on, and the LM head is applied a block of vocabulary rows at a time
+ * with a running log-sum-exp and arg-max per position. The heap holds one layer's float32 weights, the windows'
+ * hidden states and one block of the head, whatever the model's size (a float export through ONNX Runtime would
+ * hold four bytes a parameter in native memory).
+ */
+final class FloatScoring {
+    /** Vocabulary rows of the head widened at a time. */
+    private static final int HEAD_ROWS = 4096;
+
+    private FloatScoring() {
+    }
+
+    static Perplexity.Scored score(Checkpoint ckpt, GateText text) {
+        ModelConfig c = ckpt.config();
+        int window = text.window();
+        int windows = text.ids().length / window;
+        int h = c.hiddenSize();
+        LayerSource source = LayerSource.of(ckpt);
+        LayerForward lf = new LayerForward(c);
+        List<float[]> xs = new ArrayList<>(windows);
+        for (int w = 0; w < windows; w++) {
+            xs.add(source.embed(java.util.Arrays.copyOfRange(text.ids(), w * window, (w + 1) * window)));
+        }
+        for (int l = 0; l < c.numLayers(); l++) {
+            var p = source.layer(l);
+            for (int w = 0; w < windows; w++) {
+                xs.set(w, lf.run(p, xs.get(w), window).output());
+            }
+        }
+        // positions 0..window-2 of every window predict the next token
+        int positions = windows * (window - 1);
+        float[] x = new float[positions * h];
+        float[] finalNorm = ckpt.floats(TensorNames.FINAL_NORM);
+        for (int w = 0; w < windows; w++) {
+            float[] normed = lf.rmsNorm(xs.get(w), window, finalNorm);
+            System.arraycopy(normed, 0, x, w * (window - 1) * h, (window - 1) * h);
+            xs.set(w, null);
+        }
+        int[] targets = new int[positions];
+        for (int w = 0; w < windows; w++) {
+            System.arraycopy(text.ids(), w * window + 1, targets, w * (window - 1), window - 1);
+        }
+        double[] max = new double[positions];
+        double[] sum = new double[positions];
+        float[] target = new float[positions];
+        float[] best = new float[positions];
+        int[] top1 = new int[positions];
+        java.util.Arrays.fill(max, Double.NEGATIVE_INFINITY);
+        java.util.Arrays.fill(best, Float.NEGATIVE_INFINITY);
+
+        String head = c.tieWordEmbeddings() ? TensorNames.EMBED : TensorNames.LM_HEAD;
+        TensorInfo t = ckpt.store().info(head);
+        ByteBuffer table = ckpt.store().bytes(head);
+        int rowBytes = h * t.dtype().bytes();
+        Kernels<float[]> k = Kernels.sharedFloat32();
+        for (int v0 = 0; v0 < c.vocabSize(); v0 += HEAD_ROWS) {
+            int rows = Math.min(HEAD_ROWS, c.vocabSize() - v0);
+            float[] wBlock = FloatConversion.toFloats(table.slice(v0 * rowBytes, rows * rowBytes), t.dtype(), rows * h, head);
+            float[] logits = new float[positions * rows];
+            k.matmulNT(x, wBlock, logits, positions, h, rows, false);
+            for (int p = 0; p < positions; p++) {
+                int base = p * rows;
+                double m = max[p];
+                for (int r = 0; r < rows; r++) {
+                    float v = logits[base + r];
+                    if (v > best[p]) {
+                        best[p] = v;
+                        top1[p] = v0 + r;
+                    }
+                    m = Math.max(m, v);
+                }
+                double s = sum[p] * Math.exp(max[p] - m);
+                for (int r = 0; r < rows; r++) {
+                    s += Math.exp(logits[base + r] - m);
+                }
+                max[p] = m;
+                sum[p] = s;
+                int tgt = targets[p] - v0;
+                if (tgt >= 0 && tgt < rows) {
+                    target[p] = logits[base + tgt];
+                }
+            }
+        }
+        double nll = 0;
+        for (int p = 0; p < positions; p++) {
+            nll += -(target[p] - max[p] - Math.log(sum[p]));
+        }
+        double mean = nll / positions;
+        return new Perplexity.Scored(new Perplexity.Result(Math.exp(mean), mean, positions, windows,
+                text.ids().length - windows * window), top1);
+    }
+}
