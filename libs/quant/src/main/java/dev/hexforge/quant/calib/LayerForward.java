@@ -106,6 +106,18 @@ public final class LayerForward {
         return ctx;
     }
 
+    private float[] attentionPerSequence(float[] q, float[] k, float[] v, int rows, int len) {
+        int qs = c.qSize();
+        int kvs = c.kvSize();
+        float[] ctx = new float[rows * qs];
+        for (int r = 0; r < rows; r += len) {
+            float[] part = attention(java.util.Arrays.copyOfRange(q, r * qs, (r + len) * qs),
+                    java.util.Arrays.copyOfRange(k, r * kvs, (r + len) * kvs), java.util.Arrays.copyOfRange(v, r * kvs, (r + len) * kvs), len);
+            System.arraycopy(part, 0, ctx, r * qs, part.length);
+        }
+        return ctx;
+    }
+
     public float[] swiglu(float[] gate, float[] up) {
         float[] out = new float[gate.length];
         for (int i = 0; i < gate.length; i++) {
@@ -122,37 +134,39 @@ public final class LayerForward {
 
     /**
      * Runs the layer only as far as the input of {@code upTo} (the whole layer when null); later fields of the
-     * trace are null.
+     * trace are null. {@code x} may hold several sequences of {@code len} tokens one after the other: the linears
+     * then run over all their rows at once, attention within each sequence.
      */
     public Trace run(LayerParams p, float[] x, int len, Linear upTo) {
         int h = c.hiddenSize();
-        float[] n1 = rmsNorm(x, len, p.inputNorm);
+        int rows = x.length / h;
+        float[] n1 = rmsNorm(x, rows, p.inputNorm);
         if (upTo == Linear.Q || upTo == Linear.K || upTo == Linear.V) {
             return new Trace(len, n1, null, null, null, null);
         }
-        float[] q = linear(n1, len, p.weights.get(Linear.Q), p.biases.get(Linear.Q), c.qSize(), h);
-        float[] k = linear(n1, len, p.weights.get(Linear.K), p.biases.get(Linear.K), c.kvSize(), h);
-        float[] v = linear(n1, len, p.weights.get(Linear.V), p.biases.get(Linear.V), c.kvSize(), h);
-        float[] ctx = attention(q, k, v, len);
+        float[] q = linear(n1, rows, p.weights.get(Linear.Q), p.biases.get(Linear.Q), c.qSize(), h);
+        float[] k = linear(n1, rows, p.weights.get(Linear.K), p.biases.get(Linear.K), c.kvSize(), h);
+        float[] v = linear(n1, rows, p.weights.get(Linear.V), p.biases.get(Linear.V), c.kvSize(), h);
+        float[] ctx = rows == len ? attention(q, k, v, len) : attentionPerSequence(q, k, v, rows, len);
         if (upTo == Linear.O) {
             return new Trace(len, n1, ctx, null, null, null);
         }
-        float[] o = linear(ctx, len, p.weights.get(Linear.O), null, h, c.qSize());
+        float[] o = linear(ctx, rows, p.weights.get(Linear.O), null, h, c.qSize());
         float[] x2 = new float[x.length];
         for (int i = 0; i < x.length; i++) {
             x2[i] = x[i] + o[i];
         }
-        float[] n2 = rmsNorm(x2, len, p.postAttentionNorm);
+        float[] n2 = rmsNorm(x2, rows, p.postAttentionNorm);
         if (upTo == Linear.GATE || upTo == Linear.UP) {
             return new Trace(len, n1, ctx, n2, null, null);
         }
         int inter = c.intermediateSize();
-        float[] act = swiglu(linear(n2, len, p.weights.get(Linear.GATE), null, inter, h),
-                linear(n2, len, p.weights.get(Linear.UP), null, inter, h));
+        float[] act = swiglu(linear(n2, rows, p.weights.get(Linear.GATE), null, inter, h),
+                linear(n2, rows, p.weights.get(Linear.UP), null, inter, h));
         if (upTo == Linear.DOWN) {
             return new Trace(len, n1, ctx, n2, act, null);
         }
-        float[] down = linear(act, len, p.weights.get(Linear.DOWN), null, h, inter);
+        float[] down = linear(act, rows, p.weights.get(Linear.DOWN), null, h, inter);
         for (int i = 0; i < x2.length; i++) {
             x2[i] += down[i];
         }

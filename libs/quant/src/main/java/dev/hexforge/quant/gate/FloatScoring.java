@@ -11,8 +11,6 @@ import dev.hexforge.safetensors.FloatConversion;
 import dev.hexforge.safetensors.TensorInfo;
 
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
-import java.util.List;
 
 /**
  * Scores the gate's windows on the float model layer by layer, read from the mapped checkpoint: every window
@@ -35,24 +33,17 @@ final class FloatScoring {
         int h = c.hiddenSize();
         LayerSource source = LayerSource.of(ckpt);
         LayerForward lf = new LayerForward(c);
-        List<float[]> xs = new ArrayList<>(windows);
-        for (int w = 0; w < windows; w++) {
-            xs.add(source.embed(java.util.Arrays.copyOfRange(text.ids(), w * window, (w + 1) * window)));
-        }
+        // every window through layer 0, then layer 1, ...: the linears run over all windows' rows at once
+        float[] hidden = source.embed(java.util.Arrays.copyOf(text.ids(), windows * window));
         for (int l = 0; l < c.numLayers(); l++) {
-            var p = source.layer(l);
-            for (int w = 0; w < windows; w++) {
-                xs.set(w, lf.run(p, xs.get(w), window).output());
-            }
+            hidden = lf.run(source.layer(l), hidden, window).output();
         }
         // positions 0..window-2 of every window predict the next token
         int positions = windows * (window - 1);
         float[] x = new float[positions * h];
-        float[] finalNorm = ckpt.floats(TensorNames.FINAL_NORM);
+        float[] normed = lf.rmsNorm(hidden, windows * window, ckpt.floats(TensorNames.FINAL_NORM));
         for (int w = 0; w < windows; w++) {
-            float[] normed = lf.rmsNorm(xs.get(w), window, finalNorm);
-            System.arraycopy(normed, 0, x, w * (window - 1) * h, (window - 1) * h);
-            xs.set(w, null);
+            System.arraycopy(normed, w * window * h, x, w * (window - 1) * h, (window - 1) * h);
         }
         int[] targets = new int[positions];
         for (int w = 0; w < windows; w++) {
