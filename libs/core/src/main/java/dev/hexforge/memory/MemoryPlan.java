@@ -93,9 +93,9 @@ public final class MemoryPlan {
             long tokens = (long) samples * Math.min(length, c.maxPositionEmbeddings());
             long perToken = (5L * c.hiddenSize() + c.intermediateSize()) * Float.BYTES;
             boolean gptq = method.equals("gptq");
-            // every sequence's hidden state; AWQ also keeps every sequence's trace through the layer, GPTQ one at a time
-            long activations = tokens * c.hiddenSize() * Float.BYTES
-                    + (gptq ? Math.min(length, c.maxPositionEmbeddings()) * perToken : tokens * perToken);
+            // every sequence's hidden state and its trace through the current layer (GPTQ keeps each part's
+            // result until the next subset is quantized; AWQ keeps the whole trace)
+            long activations = tokens * (c.hiddenSize() * Float.BYTES + perToken);
             int widest = Math.max(c.hiddenSize(), c.intermediateSize());
             // GPTQ: the Hessian (double) and its float copy, then the damped copy, its inverse and the result
             long hessians = gptq ? 36L * widest * widest : 0;

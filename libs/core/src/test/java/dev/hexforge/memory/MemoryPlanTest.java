@@ -38,7 +38,7 @@ class MemoryPlanTest {
         assertTrue(small < bytes && small < 1e9, "by the largest tensor: " + MemoryPlan.gb(small));
         assertTrue(MemoryPlan.quantize(config(Preset.QWEN2_5_1_5B), "rtn", 0, 0, false, 16).bytes() > bytes, "more cores, more reports at once");
         long gptq = MemoryPlan.quantize(config(Preset.QWEN2_5_1_5B), "gptq", 128, 128, false, 2).bytes();
-        assertTrue(gptq > bytes && gptq < 4e9, "a layer, its activations and Hessians: " + MemoryPlan.gb(gptq));
+        assertTrue(gptq > bytes && gptq < 6e9, "a layer, its activations and Hessians: " + MemoryPlan.gb(gptq));
         assertTrue(MemoryPlan.quantize(config(Preset.QWEN2_5_1_5B), "rtn", 0, 0, true, 2).bytes() > 4 * MemoryPlan.parameters(
                 config(Preset.QWEN2_5_1_5B)), "the sensitivity scan holds the float model");
     }

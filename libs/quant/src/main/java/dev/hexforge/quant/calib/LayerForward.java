@@ -127,6 +127,94 @@ public final class LayerForward {
         return out;
     }
 
+    /**
+     * The layer over hidden states x, run a part at a time: each part runs when the input of a later linear is first
+     * asked for, on the weights as they are then (GPTQ quantizes a subset, then asks for the next one's input).
+     * The same operations as {@link #run(LayerParams, float[], int, Linear)} from scratch each time, without the
+     * recomputation; what no later part needs is dropped.
+     */
+    public final class Steps {
+        private final LayerParams p;
+        private final int len;
+        private final int rows;
+        private float[] x;
+        private float[] n1;
+        private float[] ctx;
+        private float[] x2;
+        private float[] n2;
+        private float[] act;
+        private int done; // 0: nothing, 1: n1, 2: ctx, 3: x2 and n2, 4: act
+
+        public Steps(LayerParams p, float[] x, int len) {
+            this.p = p;
+            this.x = x;
+            this.len = len;
+            this.rows = x.length / c.hiddenSize();
+        }
+
+        /** The input rows of {@code l} [rows, in]; parts before it run now if they have not. */
+        public float[] inputOf(Linear l) {
+            int need = switch (l) {
+                case Q, K, V -> 1;
+                case O -> 2;
+                case GATE, UP -> 3;
+                case DOWN -> 4;
+            };
+            advanceTo(need);
+            return switch (l) {
+                case Q, K, V -> n1;
+                case O -> ctx;
+                case GATE, UP -> n2;
+                case DOWN -> act;
+            };
+        }
+
+        /** The layer's output; the last part runs now. */
+        public float[] output() {
+            advanceTo(4);
+            float[] down = linear(act, rows, p.weights.get(Linear.DOWN), null, c.hiddenSize(), c.intermediateSize());
+            float[] out = x2;
+            for (int i = 0; i < out.length; i++) {
+                out[i] += down[i];
+            }
+            return out;
+        }
+
+        private void advanceTo(int step) {
+            int h = c.hiddenSize();
+            if (done < 1 && step >= 1) {
+                n1 = rmsNorm(x, rows, p.inputNorm);
+                done = 1;
+            }
+            if (done < 2 && step >= 2) {
+                float[] q = linear(n1, rows, p.weights.get(Linear.Q), p.biases.get(Linear.Q), c.qSize(), h);
+                float[] k = linear(n1, rows, p.weights.get(Linear.K), p.biases.get(Linear.K), c.kvSize(), h);
+                float[] v = linear(n1, rows, p.weights.get(Linear.V), p.biases.get(Linear.V), c.kvSize(), h);
+                ctx = rows == len ? attention(q, k, v, len) : attentionPerSequence(q, k, v, rows, len);
+                n1 = null;
+                done = 2;
+            }
+            if (done < 3 && step >= 3) {
+                float[] o = linear(ctx, rows, p.weights.get(Linear.O), null, h, c.qSize());
+                x2 = new float[x.length];
+                for (int i = 0; i < x.length; i++) {
+                    x2[i] = x[i] + o[i];
+                }
+                n2 = rmsNorm(x2, rows, p.postAttentionNorm);
+                ctx = null;
+                x = null;
+                done = 3;
+            }
+            if (done < 4 && step >= 4) {
+                int inter = c.intermediateSize();
+                act = swiglu(linear(n2, rows, p.weights.get(Linear.GATE), null, inter, h),
+                        linear(n2, rows, p.weights.get(Linear.UP), null, inter, h));
+                n2 = null;
+                done = 4;
+            }
+        }
+    }
+
     /** Runs the layer on hidden states x [len, hidden]. */
     public Trace run(LayerParams p, float[] x, int len) {
         return run(p, x, len, null);

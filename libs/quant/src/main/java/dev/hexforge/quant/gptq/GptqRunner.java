@@ -11,6 +11,7 @@ import dev.hexforge.quant.calib.CalibrationSet;
 import dev.hexforge.quant.calib.LayerForward;
 import dev.hexforge.quant.calib.LayerParams;
 import dev.hexforge.quant.calib.LayerSource;
+import dev.hexforge.quant.calib.SequenceBatches;
 import dev.hexforge.quant.rtn.Rtn;
 
 import java.util.ArrayList;
@@ -50,23 +51,23 @@ public final class GptqRunner {
                              Progress progress, Map<String, QuantizedLinear> out) {
         ModelConfig c = base.config();
         LayerForward lf = new LayerForward(c);
-        List<float[]> xs = new ArrayList<>();
-        for (int[] seq : calib.sequences()) {
-            xs.add(base.embed(seq));
-        }
+        List<SequenceBatches.Batch> batches = SequenceBatches.of(calib.sequences(), base);
         List<LayerError> errors = new ArrayList<>();
         for (int l = 0; l < c.numLayers(); l++) {
             LayerParams p = base.layer(l);
+            List<LayerForward.Steps> steps = new ArrayList<>();
+            for (SequenceBatches.Batch b : batches) {
+                steps.add(lf.new Steps(p, b.x, b.length));
+            }
             for (List<Linear> subset : SUBSETS) {
                 Hessian hs = null;
-                for (int s = 0; s < xs.size(); s++) {
-                    int len = calib.sequences().get(s).length;
-                    LayerForward.Trace t = lf.run(p, xs.get(s), len, subset.get(0));
-                    float[] in = t.inputOf(subset.get(0));
+                for (int bi = 0; bi < batches.size(); bi++) {
+                    SequenceBatches.Batch b = batches.get(bi);
+                    float[] in = steps.get(bi).inputOf(subset.get(0));
                     if (hs == null) {
-                        hs = new Hessian(in.length / len);
+                        hs = new Hessian(in.length / b.rows());
                     }
-                    hs.add(in, len);
+                    hs.add(in, b.rows());
                 }
                 double[] h = hs.matrix();
                 hs = null; // its accumulators are as large as the Hessian
@@ -91,8 +92,9 @@ public final class GptqRunner {
                     out.put(name, q);
                 }
             }
-            for (int s = 0; s < xs.size(); s++) {
-                xs.set(s, lf.run(p, xs.get(s), calib.sequences().get(s).length).output());
+            for (int bi = 0; bi < batches.size(); bi++) {
+                batches.get(bi).x = steps.get(bi).output();
+                steps.set(bi, null);
             }
             progress.update("gptq layer " + (l + 1) + "/" + c.numLayers(), l + 1, c.numLayers());
         }
