@@ -1,6 +1,9 @@
 package dev.hexforge.cli;
 
+import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.eval.Perplexity;
+import dev.hexforge.onnx.export.ExportInfo;
+import dev.hexforge.quant.gate.FloatScoring;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.tokenizer.Tokenizer;
 import picocli.CommandLine.Command;
@@ -45,11 +48,20 @@ final class EvalCommand implements Runnable {
                 throw new IllegalArgumentException(text + " is not valid UTF-8 text");
             }
             Perplexity.Result r;
-            try (Tokenizer tok = Tokenizer.load(model); CausalLm lm = Models.open(model, threads);
-                 ProgressBar bar = new ProgressBar("ppl")) {
+            try (Tokenizer tok = Tokenizer.load(model); ProgressBar bar = new ProgressBar("ppl")) {
                 int[] ids = tok.encode(content);
                 int windows = ids.length / window;
-                r = Perplexity.evaluate(lm, ids, window, w -> bar.update("window " + w + "/" + windows, w, windows));
+                java.util.function.IntConsumer progress = w -> bar.update("window " + w + "/" + windows, w, windows);
+                if (ExportInfo.isExport(model)) {
+                    try (CausalLm lm = Models.open(model, threads)) {
+                        r = Perplexity.evaluate(lm, ids, window, progress);
+                    }
+                } else {
+                    // a Hugging Face folder: one layer at a time from the checkpoint, any size in a small heap
+                    try (Checkpoint ckpt = Checkpoint.open(model)) {
+                        r = FloatScoring.score(ckpt, ids, window, progress).result();
+                    }
+                }
                 bar.finish();
             }
             if (json) {

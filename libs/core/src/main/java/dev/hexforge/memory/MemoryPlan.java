@@ -170,9 +170,14 @@ public final class MemoryPlan {
         if (e.heap() > have) {
             throw new HexforgeException(ErrorCode.OUT_OF_MEMORY, e.describe() + "; this process can have " + gb(have),
                     "give the process more memory (bin/hexforge gives the CLI 75% of the machine's; HEXFORGE_JAVA_OPTS=-Xmx"
-                            + (e.heap() + (1L << 30) - 1 >> 30) + "g sets it; in the fleet, the " + e.stage().id()
+                            + xmxGigabytes(e) + "g sets it; in the fleet, the " + e.stage().id()
                             + " service's heap), or use a smaller model, batch or calibration set", null);
         }
+    }
+
+    /** Whole GiB of -Xmx that give at least the estimate's heap: the JVM keeps about a tenth of -Xmx from the program. */
+    static long xmxGigabytes(Estimate e) {
+        return ((long) (e.heap() * 1.1) + (1L << 30) - 1) >> 30;
     }
 
     public static String gb(long bytes) {

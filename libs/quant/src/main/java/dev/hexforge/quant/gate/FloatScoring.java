@@ -13,28 +13,69 @@ import dev.hexforge.safetensors.TensorInfo;
 import java.nio.ByteBuffer;
 
 /**
- * Scores the gate's windows on the float model layer by layer, read from the mapped checkpoint: every window
- * passes through layer 0, then layer 1, and so on, and the LM head is applied a block of vocabulary rows at a time
+ * Scores windows of text on the float model layer by layer, read from the mapped checkpoint (the gate's float
+ * baseline, and {@code hexforge eval ppl} on a Hugging Face folder): every window passes through layer 0, then
+ * layer 1, and so on, and the LM head is applied a block of vocabulary rows at a time
  * with a running log-sum-exp and arg-max per position. The heap holds one layer's float32 weights, the windows'
  * hidden states and one block of the head, whatever the model's size (a float export through ONNX Runtime would
  * hold four bytes a parameter in native memory).
  */
-final class FloatScoring {
+public final class FloatScoring {
     /** Vocabulary rows of the head widened at a time. */
     private static final int HEAD_ROWS = 4096;
+    /** Rows (tokens) of the windows taken through the layers together. */
+    static final int GROUP_ROWS = 4096;
 
     private FloatScoring() {
     }
 
     static Perplexity.Scored score(Checkpoint ckpt, GateText text) {
+        return score(ckpt, text.ids(), text.window(), null);
+    }
+
+    /**
+     * The perplexity of {@code ids} in non-overlapping windows of {@code window} tokens (a fresh context each, the
+     * first token of each unscored, trailing tokens dropped) and the top-1 token at every scored position, as
+     * {@link Perplexity#score} computes them on a whole model. Windows are taken a group of up to
+     * {@value #GROUP_ROWS} rows at a time, each group through every layer.
+     *
+     * @param onWindow called with the number of windows done, for progress; may be null
+     */
+    public static Perplexity.Scored score(Checkpoint ckpt, int[] ids, int window, java.util.function.IntConsumer onWindow) {
         ModelConfig c = ckpt.config();
-        int window = text.window();
-        int windows = text.ids().length / window;
+        if (window < 2 || window > c.maxPositionEmbeddings()) {
+            throw new IllegalArgumentException("window must be between 2 and the model's context " + c.maxPositionEmbeddings()
+                    + " tokens, got " + window);
+        }
+        int windows = ids.length / window;
+        if (windows == 0) {
+            throw new IllegalArgumentException("the text has " + ids.length + " tokens, fewer than one window of " + window);
+        }
+        int perGroup = Math.max(1, GROUP_ROWS / window);
+        int[] top1 = new int[windows * (window - 1)];
+        double nll = 0;
+        for (int w0 = 0; w0 < windows; w0 += perGroup) {
+            int n = Math.min(perGroup, windows - w0);
+            nll += group(ckpt, java.util.Arrays.copyOfRange(ids, w0 * window, (w0 + n) * window), window, n, top1,
+                    w0 * (window - 1));
+            if (onWindow != null) {
+                onWindow.accept(w0 + n);
+            }
+        }
+        int positions = top1.length;
+        double mean = nll / positions;
+        return new Perplexity.Scored(new Perplexity.Result(Math.exp(mean), mean, positions, windows,
+                ids.length - windows * window), top1);
+    }
+
+    /** Summed NLL of {@code windows} windows stacked in {@code ids}; their top-1 tokens go to {@code top1} from {@code at}. */
+    private static double group(Checkpoint ckpt, int[] ids, int window, int windows, int[] top1Out, int at) {
+        ModelConfig c = ckpt.config();
         int h = c.hiddenSize();
         LayerSource source = LayerSource.of(ckpt);
         LayerForward lf = new LayerForward(c);
-        // every window through layer 0, then layer 1, ...: the linears run over all windows' rows at once
-        float[] hidden = source.embed(java.util.Arrays.copyOf(text.ids(), windows * window));
+        // the windows through layer 0, then layer 1, ...: the linears run over all their rows at once
+        float[] hidden = source.embed(ids);
         for (int l = 0; l < c.numLayers(); l++) {
             hidden = lf.run(source.layer(l), hidden, window).output();
         }
@@ -47,7 +88,7 @@ final class FloatScoring {
         }
         int[] targets = new int[positions];
         for (int w = 0; w < windows; w++) {
-            System.arraycopy(text.ids(), w * window + 1, targets, w * (window - 1), window - 1);
+            System.arraycopy(ids, w * window + 1, targets, w * (window - 1), window - 1);
         }
         double[] max = new double[positions];
         double[] sum = new double[positions];
@@ -94,8 +135,7 @@ final class FloatScoring {
         for (int p = 0; p < positions; p++) {
             nll += -(target[p] - max[p] - Math.log(sum[p]));
         }
-        double mean = nll / positions;
-        return new Perplexity.Scored(new Perplexity.Result(Math.exp(mean), mean, positions, windows,
-                text.ids().length - windows * window), top1);
+        System.arraycopy(top1, 0, top1Out, at, positions);
+        return nll;
     }
 }
