@@ -11,6 +11,7 @@ import dev.hexforge.quant.calib.CalibrationSet;
 import dev.hexforge.quant.calib.LayerForward;
 import dev.hexforge.quant.calib.LayerParams;
 import dev.hexforge.quant.calib.LayerSource;
+import dev.hexforge.quant.calib.SequenceBatches;
 import dev.hexforge.quant.rtn.Rtn;
 
 import java.util.ArrayList;
@@ -23,8 +24,9 @@ import java.util.Map;
  * <ol>
  *   <li>for each group (input_layernorm → q,k,v judged at the attention output; v → o when their shapes match;
  *       post_attention_layernorm → gate,up judged at the MLP output; up → down judged at down's output) search
- *       {@code s = mean|x|^ratio} over 20 ratios, normalised, keeping the scale with the least output error of the
- *       group's module when its linears are quantized as {@code Q(W·s)/s};</li>
+ *       {@code s = mean|x|^ratio} over 20 ratios, normalised (mean over every calibration token), keeping the scale
+ *       with the least output error of the group's module on up to {@value #SEARCH_TOKENS} tokens of whole
+ *       sequences when its linears are quantized as {@code Q(W·s)/s};</li>
  *   <li>fold: the previous norm (or linear's rows) divided by s, the group's columns multiplied by s;</li>
  *   <li>clip search for every linear but q and k: per (row, group) shrink the range by 0..45% and keep the
  *       clip with least output error on up to 512 sampled tokens;</li>
@@ -36,6 +38,11 @@ public final class Awq {
     static final int CLIP_GRID = 20;
     static final int CLIP_STEPS = 10;
     static final int CLIP_TOKENS = 512;
+    /**
+     * Tokens (whole calibration sequences) on which the scale search judges its candidates; the activation
+     * statistics that propose them use every token.
+     */
+    static final int SEARCH_TOKENS = 4096;
 
     /**
      * A scaled group's module output error (mean squared, against full precision): {@code awq} is the objective the
@@ -60,19 +67,16 @@ public final class Awq {
                              Map<String, QuantizedLinear> out) {
         ModelConfig c = base.config();
         LayerForward lf = new LayerForward(c);
-        List<int[]> seqs = calib.sequences();
-        List<float[]> xs = new ArrayList<>();
-        for (int[] s : seqs) {
-            xs.add(base.embed(s));
-        }
+        // sequences of equal length run stacked: one product per batch, not per sequence
+        List<SequenceBatches.Batch> batches = SequenceBatches.of(calib.sequences(), base);
         Map<String, float[]> replaced = new LinkedHashMap<>();
         List<GroupError> errors = new ArrayList<>();
         for (int l = 0; l < c.numLayers(); l++) {
             LayerParams orig = base.layer(l);
             LayerParams p = base.layer(l);
             List<LayerForward.Trace> traces = new ArrayList<>();
-            for (int s = 0; s < xs.size(); s++) {
-                traces.add(lf.run(orig, xs.get(s), seqs.get(s).length));
+            for (SequenceBatches.Batch b : batches) {
+                traces.add(lf.run(orig, b.x, b.length));
             }
             LayerScaling scaling = new LayerScaling(lf, p, traces, spec);
             scaling.scaleGroup("input_layernorm->q,k,v", List.of(Linear.Q, Linear.K, Linear.V), null);
@@ -100,8 +104,8 @@ public final class Awq {
             errors.addAll(scaling.errors(l, dequantized));
             replaced.put(TensorNames.inputNorm(l), p.inputNorm);
             replaced.put(TensorNames.postAttentionNorm(l), p.postAttentionNorm);
-            for (int s = 0; s < xs.size(); s++) {
-                xs.set(s, traces.get(s).output());
+            for (int b = 0; b < batches.size(); b++) {
+                batches.get(b).x = traces.get(b).output();
             }
             progress.update("awq layer " + (l + 1) + "/" + c.numLayers(), l + 1, c.numLayers());
         }

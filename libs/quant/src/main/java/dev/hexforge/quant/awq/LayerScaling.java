@@ -16,6 +16,8 @@ final class LayerScaling {
     private final ModelConfig c;
     private final LayerParams p;
     private final List<LayerForward.Trace> traces;
+    /** The scale search judges candidates on the first traces, up to {@link Awq#SEARCH_TOKENS} tokens (at least one). */
+    private final int searchTraces;
     private final QuantSpec spec;
     /** Current inputs of each linear (divided by the folded scales), per sequence. */
     private final List<float[]> n1 = new ArrayList<>();
@@ -29,6 +31,13 @@ final class LayerScaling {
         this.p = p;
         this.traces = traces;
         this.spec = spec;
+        int n = 0;
+        long rows = 0;
+        while (n < traces.size() && (n == 0 || rows + traces.get(n).output().length / c.hiddenSize() <= Awq.SEARCH_TOKENS)) {
+            rows += traces.get(n).output().length / c.hiddenSize();
+            n++;
+        }
+        this.searchTraces = n;
         for (LayerForward.Trace t : traces) {
             n1.add(t.normed1().clone());
             ctx.add(t.attnContext().clone());
@@ -54,31 +63,35 @@ final class LayerScaling {
         };
     }
 
-    /** The output of the module a group is judged at, for sequence s, with the given weights for the group's linears. */
+    /**
+     * The output of the module a group is judged at, for trace s (one or several stacked sequences of the trace's
+     * length), with the given weights for the group's linears.
+     */
     private float[] moduleOutput(int s, List<Linear> group, List<float[]> weights) {
         int len = traces.get(s).length();
         int h = c.hiddenSize();
-        float[] x = inputs(group.get(0)).get(s);
         Linear first = group.get(0);
+        float[] x = inputs(first).get(s);
+        int rows = x.length / inputSize(first);
         if (first == Linear.Q) {
-            float[] q = lf.linear(x, len, weights.get(0), p.biases.get(Linear.Q), c.qSize(), h);
-            float[] k = lf.linear(x, len, weights.get(1), p.biases.get(Linear.K), c.kvSize(), h);
-            float[] v = lf.linear(x, len, weights.get(2), p.biases.get(Linear.V), c.kvSize(), h);
-            return lf.linear(lf.attention(q, k, v, len), len, p.weights.get(Linear.O), null, h, c.qSize());
+            float[] q = lf.linear(x, rows, weights.get(0), p.biases.get(Linear.Q), c.qSize(), h);
+            float[] k = lf.linear(x, rows, weights.get(1), p.biases.get(Linear.K), c.kvSize(), h);
+            float[] v = lf.linear(x, rows, weights.get(2), p.biases.get(Linear.V), c.kvSize(), h);
+            return lf.linear(lf.attentionPerSequence(q, k, v, rows, len), rows, p.weights.get(Linear.O), null, h, c.qSize());
         }
         if (first == Linear.GATE) {
             int inter = c.intermediateSize();
-            float[] a = lf.swiglu(lf.linear(x, len, weights.get(0), null, inter, h), lf.linear(x, len, weights.get(1), null, inter, h));
-            return lf.linear(a, len, p.weights.get(Linear.DOWN), null, h, inter);
+            float[] a = lf.swiglu(lf.linear(x, rows, weights.get(0), null, inter, h), lf.linear(x, rows, weights.get(1), null, inter, h));
+            return lf.linear(a, rows, p.weights.get(Linear.DOWN), null, h, inter);
         }
         int in = inputSize(first);
-        return lf.linear(x, len, weights.get(0), null, weights.get(0).length / in, in);
+        return lf.linear(x, rows, weights.get(0), null, weights.get(0).length / in, in);
     }
 
     private double loss(List<Linear> group, List<float[]> weights, List<float[]> reference) {
         double sum = 0;
         long n = 0;
-        for (int s = 0; s < traces.size(); s++) {
+        for (int s = 0; s < searchTraces; s++) {
             float[] o = moduleOutput(s, group, weights);
             float[] r = reference.get(s);
             for (int i = 0; i < o.length; i++) {
@@ -132,7 +145,7 @@ final class LayerScaling {
             fp.add(p.weights.get(l));
         }
         List<float[]> reference = new ArrayList<>();
-        for (int s = 0; s < traces.size(); s++) {
+        for (int s = 0; s < searchTraces; s++) {
             reference.add(moduleOutput(s, group, fp));
         }
         List<float[]> rtnWeights = new ArrayList<>();

@@ -106,7 +106,11 @@ public final class LayerForward {
         return ctx;
     }
 
-    private float[] attentionPerSequence(float[] q, float[] k, float[] v, int rows, int len) {
+    /** {@link #attention} over {@code rows / len} sequences of {@code len} tokens stacked in q, k and v. */
+    public float[] attentionPerSequence(float[] q, float[] k, float[] v, int rows, int len) {
+        if (rows == len) {
+            return attention(q, k, v, len);
+        }
         int qs = c.qSize();
         int kvs = c.kvSize();
         float[] ctx = new float[rows * qs];
