@@ -9,6 +9,8 @@ import dev.hexforge.safetensors.FloatConversion;
 import dev.hexforge.safetensors.TensorInfo;
 
 import java.nio.ByteBuffer;
+import java.util.function.Function;
+import java.util.function.IntFunction;
 
 /**
  * Where a calibrated quantizer reads the float model, one decoder layer at a time: each {@link #layer} is a fresh
@@ -27,85 +29,66 @@ public interface LayerSource {
 
     /** This source cut to its first {@code n} layers (benchmarks that sample a model's layers). */
     default LayerSource firstLayers(int n) {
-        LayerSource all = this;
         if (n < 1 || n > config().numLayers()) {
             throw new IllegalArgumentException("layers must be in [1, " + config().numLayers() + "], got " + n);
         }
-        ModelConfig c = config().withNumLayers(n);
+        return of(config().withNumLayers(n), this::layer, this::embed);
+    }
+
+    static LayerSource of(ModelConfig config, IntFunction<LayerParams> layers, Function<int[], float[]> embed) {
         return new LayerSource() {
             @Override
             public ModelConfig config() {
-                return c;
+                return config;
             }
 
             @Override
             public LayerParams layer(int l) {
-                return all.layer(l);
+                return layers.apply(l);
             }
 
             @Override
             public float[] embed(int[] ids) {
-                return all.embed(ids);
+                return embed.apply(ids);
             }
         };
     }
 
     static LayerSource of(DecoderWeights w) {
-        return new LayerSource() {
-            @Override
-            public ModelConfig config() {
-                return w.config();
-            }
-
-            @Override
-            public LayerParams layer(int l) {
-                return LayerParams.copyOf(w.layer(l));
-            }
-
-            @Override
-            public float[] embed(int[] ids) {
-                return LayerForward.embed(w.embed(), w.config().hiddenSize(), ids);
-            }
-        };
+        return of(w.config(), l -> LayerParams.copyOf(w.layer(l)), ids -> LayerForward.embed(w.embed(), w.config().hiddenSize(), ids));
     }
 
     static LayerSource of(Checkpoint ckpt) {
+        return of(ckpt.config(), l -> read(ckpt, l), ids -> embedRows(ckpt, ids));
+    }
+
+    private static LayerParams read(Checkpoint ckpt, int l) {
         ModelConfig c = ckpt.config();
-        return new LayerSource() {
-            @Override
-            public ModelConfig config() {
-                return c;
+        LayerParams p = new LayerParams();
+        p.inputNorm = ckpt.floats(TensorNames.inputNorm(l));
+        p.postAttentionNorm = ckpt.floats(TensorNames.postAttentionNorm(l));
+        for (Linear lin : Linear.values()) {
+            p.weights.put(lin, ckpt.floats(TensorNames.weight(l, lin)));
+        }
+        if (c.attentionBias()) {
+            for (Linear lin : new Linear[]{Linear.Q, Linear.K, Linear.V}) {
+                p.biases.put(lin, ckpt.floats(TensorNames.bias(l, lin)));
             }
+        }
+        return p;
+    }
 
-            @Override
-            public LayerParams layer(int l) {
-                LayerParams p = new LayerParams();
-                p.inputNorm = ckpt.floats(TensorNames.inputNorm(l));
-                p.postAttentionNorm = ckpt.floats(TensorNames.postAttentionNorm(l));
-                for (Linear lin : Linear.values()) {
-                    p.weights.put(lin, ckpt.floats(TensorNames.weight(l, lin)));
-                }
-                if (c.attentionBias()) {
-                    for (Linear lin : new Linear[]{Linear.Q, Linear.K, Linear.V}) {
-                        p.biases.put(lin, ckpt.floats(TensorNames.bias(l, lin)));
-                    }
-                }
-                return p;
-            }
-
-            @Override
-            public float[] embed(int[] ids) {
-                int h = c.hiddenSize();
-                TensorInfo t = ckpt.store().info(TensorNames.EMBED);
-                ByteBuffer table = ckpt.store().bytes(TensorNames.EMBED);
-                int rowBytes = h * t.dtype().bytes();
-                float[] out = new float[ids.length * h];
-                for (int i = 0; i < ids.length; i++) {
-                    ByteBuffer row = table.slice(ids[i] * rowBytes, rowBytes);
-                    System.arraycopy(FloatConversion.toFloats(row, t.dtype(), h, TensorNames.EMBED), 0, out, i * h, h);
-                }
-                return out;
-            }
-        };
+    /** The embedding's rows for {@code ids}, widened from the mapped checkpoint. */
+    private static float[] embedRows(Checkpoint ckpt, int[] ids) {
+        int h = ckpt.config().hiddenSize();
+        TensorInfo t = ckpt.store().info(TensorNames.EMBED);
+        ByteBuffer table = ckpt.store().bytes(TensorNames.EMBED);
+        int rowBytes = h * t.dtype().bytes();
+        float[] out = new float[ids.length * h];
+        for (int i = 0; i < ids.length; i++) {
+            ByteBuffer row = table.slice(ids[i] * rowBytes, rowBytes);
+            System.arraycopy(FloatConversion.toFloats(row, t.dtype(), h, TensorNames.EMBED), 0, out, i * h, h);
+        }
+        return out;
     }
 }
