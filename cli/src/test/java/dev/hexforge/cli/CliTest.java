@@ -170,6 +170,8 @@ class CliTest {
         assertTrue(fail.err().contains("accuracy gate failed") && fail.err().contains("worst layers"), fail.err());
         assertTrue(Files.isRegularFile(tight.resolve("quantization_report.json")));
         assertFalse(Files.exists(tight.resolve("onnx-model")), "no model behind a failed gate");
+        assertFalse(Files.exists(tight.resolve("checkpoint")), "the checkpoint written beside the gate is not kept");
+        assertFalse(Files.exists(tight.resolve(".work")), "nor the scratch folder it was written in");
 
         Run awq = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--method", "smoothquant", "--out", tmp.resolve("g").toString());
         assertEquals(1, awq.exit());

@@ -114,31 +114,47 @@ public final class Checkpoint implements Closeable {
         return m;
     }
 
-    private static long countNonFinite(ByteBuffer b, DType dtype) {
+    /**
+     * NaN and Inf values of a float tensor: those whose exponent bits are all set. The 16-bit types are tested four
+     * to a long, read in bulk (a value-at-a-time read of a mapped buffer made this scan a second of every open at 0.5B).
+     */
+    static long countNonFinite(ByteBuffer b, DType dtype) {
+        return switch (dtype) {
+            case F32 -> countAllSet(b, 0x7f800000_7f800000L, 2);
+            case BF16 -> countAllSet(b, 0x7f80_7f80_7f80_7f80L, 4);
+            case F16 -> countAllSet(b, 0x7c00_7c00_7c00_7c00L, 4);
+            default -> 0;
+        };
+    }
+
+    /** Lanes (of {@code 64 / lanes} bits) whose {@code mask} bits are all set, in a little-endian buffer. */
+    private static long countAllSet(ByteBuffer src, long mask, int lanes) {
+        ByteBuffer b = src.duplicate().order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        int laneBits = 64 / lanes;
+        // a lane's masked bits XOR the mask is zero exactly when all are set; adding (top bit - 1) to the lane sets its
+        // top bit when it is not zero, without a carry into the next lane (the mask leaves the top bit clear)
+        long below = 0;
+        long top = 0;
+        for (int i = 0; i < lanes; i++) {
+            below |= ((1L << (laneBits - 1)) - 1) << (i * laneBits);
+            top |= 1L << (i * laneBits + laneBits - 1);
+        }
         long bad = 0;
-        switch (dtype) {
-            case F32 -> {
-                for (int i = 0, n = b.remaining() / 4; i < n; i++) {
-                    if ((b.getInt(i * 4) & 0x7f800000) == 0x7f800000) {
-                        bad++;
-                    }
-                }
+        java.nio.LongBuffer longs = b.asLongBuffer();
+        long[] chunk = new long[Math.min(longs.remaining(), 1 << 14)];
+        while (longs.hasRemaining()) {
+            int n = Math.min(chunk.length, longs.remaining());
+            longs.get(chunk, 0, n);
+            for (int i = 0; i < n; i++) {
+                long t = (chunk[i] & mask) ^ mask;
+                bad += lanes - Long.bitCount((t + below) & top);
             }
-            case BF16 -> {
-                for (int i = 0, n = b.remaining() / 2; i < n; i++) {
-                    if ((b.getShort(i * 2) & 0x7f80) == 0x7f80) {
-                        bad++;
-                    }
-                }
-            }
-            case F16 -> {
-                for (int i = 0, n = b.remaining() / 2; i < n; i++) {
-                    if ((b.getShort(i * 2) & 0x7c00) == 0x7c00) {
-                        bad++;
-                    }
-                }
-            }
-            default -> {
+        }
+        int laneBytes = laneBits / 8;
+        for (int at = b.remaining() / 8 * 8; at + laneBytes <= b.remaining(); at += laneBytes) {
+            long v = laneBytes == 4 ? b.getInt(b.position() + at) : b.getShort(b.position() + at);
+            if ((v & mask & ((1L << laneBits) - 1)) == (mask & ((1L << laneBits) - 1))) {
+                bad++;
             }
         }
         return bad;

@@ -33,6 +33,12 @@ public final class SafetensorsWriter {
         void writeTo(WritableByteChannel out) throws IOException;
     }
 
+    /** A tensor's values by flat index: {@code count} of them from {@code from} into {@code into[0..count)}. */
+    @FunctionalInterface
+    public interface FloatPieces {
+        void fill(long from, float[] into, int count);
+    }
+
     public record Entry(String name, DType dtype, long[] shape, ByteSource source) {
         public long byteSize() {
             long n = dtype.bytes();
@@ -50,6 +56,20 @@ public final class SafetensorsWriter {
         /** Floats computed only when the tensor is written, so a writer of many tensors holds one at a time. */
         public static Entry ofFloats(String name, long[] shape, java.util.function.Supplier<float[]> values, DType dtype) {
             return new Entry(name, dtype, shape, out -> writeFloats(out, values.get(), dtype));
+        }
+
+        /**
+         * Floats produced a piece at a time when the tensor is written ({@code pieces} is asked once, then filled
+         * piece by piece in order): neither the writer nor the producer holds the whole tensor.
+         */
+        public static Entry ofFloatPieces(String name, long[] shape, java.util.function.Supplier<FloatPieces> pieces, DType dtype) {
+            return new Entry(name, dtype, shape, out -> {
+                long n = 1;
+                for (long d : shape) {
+                    n = Math.multiplyExact(n, d);
+                }
+                writeFloats(out, pieces.get(), n, dtype);
+            });
         }
 
         public static Entry ofBytes(String name, DType dtype, long[] shape, ByteBuffer bytes) {
@@ -140,30 +160,37 @@ public final class SafetensorsWriter {
         }
     }
 
-    private static final int PIECE = 1 << 20;
+    /** Values encoded per write: a quarter of a million, so the piece and its bytes stay in a core's cache. */
+    private static final int PIECE = 1 << 18;
+
+    static void writeFloats(WritableByteChannel ch, float[] values, DType dtype) throws IOException {
+        writeFloats(ch, (from, into, count) -> System.arraycopy(values, (int) from, into, 0, count), values.length, dtype);
+    }
 
     /**
      * Encodes floats a piece at a time into one direct buffer: no heap copy of the whole tensor, and no temporary direct
      * buffer of its size (what a channel write of a heap buffer allocates).
      */
-    static void writeFloats(WritableByteChannel ch, float[] values, DType dtype) throws IOException {
-        ByteBuffer buf = ByteBuffer.allocateDirect(PIECE * dtype.bytes()).order(ByteOrder.LITTLE_ENDIAN);
-        for (int i = 0; i < values.length; i += PIECE) {
-            int n = Math.min(PIECE, values.length - i);
+    static void writeFloats(WritableByteChannel ch, FloatPieces values, long count, DType dtype) throws IOException {
+        ByteBuffer buf = ByteBuffer.allocateDirect((int) Math.min(PIECE, count) * dtype.bytes()).order(ByteOrder.LITTLE_ENDIAN);
+        float[] piece = new float[(int) Math.min(PIECE, count)];
+        for (long i = 0; i < count; i += PIECE) {
+            int n = (int) Math.min(PIECE, count - i);
+            values.fill(i, piece, n);
             buf.clear();
             switch (dtype) {
                 case F32 -> {
-                    buf.asFloatBuffer().put(values, i, n);
+                    buf.asFloatBuffer().put(piece, 0, n);
                     buf.position(n * 4);
                 }
                 case BF16 -> {
-                    for (int j = i; j < i + n; j++) {
-                        buf.putShort(FloatConversion.floatToBf16(values[j]));
+                    for (int j = 0; j < n; j++) {
+                        buf.putShort(FloatConversion.floatToBf16(piece[j]));
                     }
                 }
                 case F16 -> {
-                    for (int j = i; j < i + n; j++) {
-                        buf.putShort(FloatConversion.floatToF16(values[j]));
+                    for (int j = 0; j < n; j++) {
+                        buf.putShort(FloatConversion.floatToF16(piece[j]));
                     }
                 }
                 default -> throw new IllegalArgumentException("cannot encode floats as " + dtype);

@@ -115,4 +115,32 @@ class CheckpointTest {
         String m = refused(dir);
         assertTrue(m.contains("no config.json"), m);
     }
+
+    @Test
+    void nonFiniteValuesAreCountedInEveryFloatTypeAndTail() {
+        java.util.Random r = new java.util.Random(7);
+        for (DType t : List.of(DType.F32, DType.BF16, DType.F16)) {
+            int exp = t == DType.F32 ? 0x7f800000 : t == DType.BF16 ? 0x7f80 : 0x7c00;
+            for (int n : new int[]{0, 1, 3, 4, 5, 17, 1000}) {
+                java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(n * t.bytes() + 2).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+                b.putShort((short) 0x7fff);
+                long expected = 0;
+                for (int i = 0; i < n; i++) {
+                    // a third all-exponent values (NaN or Inf, either sign), the rest one exponent bit short of them
+                    int v = r.nextInt();
+                    v = r.nextInt(3) == 0 ? v | exp : (v | exp) & ~(1 << Integer.numberOfTrailingZeros(exp) + r.nextInt(Integer.bitCount(exp)));
+                    if ((v & exp) == exp) {
+                        expected++;
+                    }
+                    if (t == DType.F32) {
+                        b.putInt(v);
+                    } else {
+                        b.putShort((short) v);
+                    }
+                }
+                b.position(2);
+                assertEquals(expected, Checkpoint.countNonFinite(b.slice().order(java.nio.ByteOrder.LITTLE_ENDIAN), t), t + " x " + n);
+            }
+        }
+    }
 }

@@ -3,6 +3,7 @@ package dev.hexforge.quant;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.concurrent.Background;
 import dev.hexforge.eval.Perplexity;
 import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.io.Folders;
@@ -24,6 +25,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -33,7 +35,8 @@ import java.util.Map;
 /**
  * The quantize pass: quantize the checkpoint's linears (RTN, or GPTQ / AWQ on calibration data) and, by RTN, its
  * token embedding and LM head; measure the accuracy cost on the model as it ships, apply the gate, and only when it
- * passes write the quantized checkpoint ({@code OUT/checkpoint}, see {@link QuantizedCheckpoint}). The report
+ * passes keep the quantized checkpoint ({@code OUT/checkpoint}, see {@link QuantizedCheckpoint}; written in the
+ * scratch folder while the gate scores, moved into place when it passes). The report
  * ({@code OUT/quantization_report.json}) is written either way.
  *
  * <p>The gate scores the evaluation text's first windows (at most {@code evalTokens} tokens) with ONNX Runtime on
@@ -46,6 +49,7 @@ public final class QuantizePipeline {
     /** The quantized checkpoint's folder in the output. */
     public static final String CHECKPOINT = "checkpoint";
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+    private static final int REPORT_PIECE = 1 << 14;
 
     /** The outcome: the report, and the quantized checkpoint written (null when the gate failed). */
     public record Result(QuantizationReport report, Path checkpoint) {
@@ -113,10 +117,10 @@ public final class QuantizePipeline {
 
     private static Result run(Checkpoint ckpt, QuantizeOptions opt, GateText text, CalibrationSet set, Path out, Path scratch,
                               Progress progress, long t0) throws IOException {
-        progress.update("float baseline", 0, 4);
-        Perplexity.Scored fp = FloatBaseline.of(ckpt, text, opt.cache());
+        progress.update("quantize", 0, 3);
+        // the float model's scores are looked up (by the model's digest) while the model is quantized
+        FloatBaseline baseline = FloatBaseline.start(ckpt, text, opt.cache());
 
-        progress.update("quantize", 1, 4);
         // each quantized tensor goes to a file as it is finished; the heap holds one layer at a time
         StoredTensors linears = StoredTensors.in(scratch.resolve("linears"));
         QuantizedModel qm;
@@ -154,10 +158,24 @@ public final class QuantizePipeline {
                 .map(e -> layerReport(e.getKey(), ckpt.floats(e.getKey()), e.getValue(), outputErrors.get(e.getKey())))
                 .toList();
 
-        progress.update("evaluate", 2, 4);
+        progress.update("evaluate", 1, 3);
         LinearFormat shipped = MatMulNBitsFormat.runs(qm) ? new MatMulNBitsFormat(qm, MatMulNBitsFormat.INT8_ACTIVATIONS)
                 : new QdqFormat(qm);
-        Perplexity.Scored quant = OnnxScoring.score(ckpt, shipped, text, scratch.resolve("quantized"));
+        // the checkpoint is written into the scratch folder while the gate scores (the write is memory traffic on one
+        // core, the scoring arithmetic); it is moved into the output only when the gate passes
+        Path pending = scratch.resolve(CHECKPOINT);
+        QuantizedModel written = qm;
+        Background<Void> writing = Background.run("hexforge-checkpoint-writer",
+                () -> QuantizedCheckpoint.write(ckpt, written, opt.method(), pending));
+        Perplexity.Scored quant;
+        Perplexity.Scored fp;
+        try {
+            quant = OnnxScoring.score(ckpt, shipped, text, scratch.resolve("quantized"));
+            fp = baseline.scores();
+        } finally {
+            // a failed gate still waits for the writer, so the scratch folder is deleted with nothing writing into it
+            writing.await();
+        }
         double fpPpl = fp.result().perplexity();
         double qPpl = quant.result().perplexity();
         double delta = qPpl - fpPpl;
@@ -166,31 +184,60 @@ public final class QuantizePipeline {
                 .limit(5).map(l -> l.name() + String.format(" (rel. error %.4f)", l.relativeError())).toList();
         Path checkpoint = out.resolve(CHECKPOINT);
         if (passed) {
-            progress.update("write", 3, 4);
-            QuantizedCheckpoint.write(ckpt, qm, opt.method(), checkpoint);
+            progress.update("write", 2, 3);
+            writing.join();
+            Files.move(pending, checkpoint, StandardCopyOption.ATOMIC_MOVE);
         }
         QuantizationReport report = new QuantizationReport(opt.method(), opt.spec().describe(),
                 opt.head() == null ? "float" : opt.head().describe(), keep, coverage,
                 warnings, layers, awqGroups, scan, fpPpl, qPpl, delta, opt.maxDeltaPpl(), passed, quant.agreement(fp),
                 fp.result().scoredTokens(), worst, (System.nanoTime() - t0) / 1e9);
         JSON.writeValue(out.resolve(REPORT).toFile(), report);
-        progress.update("done", 4, 4);
+        progress.update("done", 3, 3);
         return new Result(report, passed ? checkpoint : null);
     }
 
     static QuantizationReport.LayerReport layerReport(String name, float[] w, QuantizedLinear q, GptqRunner.LayerError out) {
-        double err = 0;
-        double norm = 0;
-        int g = q.spec().effectiveGroup(q.in());
-        for (int o = 0; o < q.out(); o++) {
-            for (int i = 0; i < q.in(); i++) {
-                int grp = i / g;
-                float wi = w[o * q.in() + i];
-                double diff = wi - (q.value(o, i) - q.zero(o, grp)) * q.scale(o, grp);
-                err += diff * diff;
-                norm += (double) wi * wi;
+        // the squared error and the squared norm in double, four running sums each (one sum was a chain of dependent
+        // additions); the dequantized values are made a piece at a time, exactly as the checkpoint's
+        double[] err = new double[4];
+        double[] norm = new double[4];
+        float[] piece = new float[Math.min(w.length, REPORT_PIECE)];
+        for (int from = 0; from < w.length; from += piece.length) {
+            int n = Math.min(piece.length, w.length - from);
+            q.dequantize(from, piece, n);
+            double e0 = 0, e1 = 0, e2 = 0, e3 = 0, n0 = 0, n1 = 0, n2 = 0, n3 = 0;
+            int j = 0;
+            for (; j + 4 <= n; j += 4) {
+                double w0 = w[from + j], w1 = w[from + j + 1], w2 = w[from + j + 2], w3 = w[from + j + 3];
+                double d0 = (float) (w[from + j] - piece[j]), d1 = (float) (w[from + j + 1] - piece[j + 1]);
+                double d2 = (float) (w[from + j + 2] - piece[j + 2]), d3 = (float) (w[from + j + 3] - piece[j + 3]);
+                e0 += d0 * d0;
+                e1 += d1 * d1;
+                e2 += d2 * d2;
+                e3 += d3 * d3;
+                n0 += w0 * w0;
+                n1 += w1 * w1;
+                n2 += w2 * w2;
+                n3 += w3 * w3;
             }
+            for (; j < n; j++) {
+                double d = w[from + j] - piece[j];
+                double x = w[from + j];
+                e0 += d * d;
+                n0 += x * x;
+            }
+            err[0] += e0;
+            err[1] += e1;
+            err[2] += e2;
+            err[3] += e3;
+            norm[0] += n0;
+            norm[1] += n1;
+            norm[2] += n2;
+            norm[3] += n3;
         }
+        double squaredError = err[0] + err[1] + err[2] + err[3];
+        double squaredNorm = norm[0] + norm[1] + norm[2] + norm[3];
         float min = Float.POSITIVE_INFINITY;
         float max = 0;
         double sum = 0;
@@ -201,7 +248,7 @@ public final class QuantizePipeline {
         }
         QuantSpec s = q.spec();
         return new QuantizationReport.LayerReport(name, s.bits(), s.groupSize(), s.symmetric(), min, max,
-                sum / q.scales().length, norm == 0 ? 0 : Math.sqrt(err / norm),
+                sum / q.scales().length, squaredNorm == 0 ? 0 : Math.sqrt(squaredError / squaredNorm),
                 out == null ? null : out.gptq(), out == null ? null : out.rtn());
     }
 }

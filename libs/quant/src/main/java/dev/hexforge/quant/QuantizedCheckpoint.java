@@ -61,7 +61,11 @@ public final class QuantizedCheckpoint {
                 TensorInfo t = ckpt.store().info(name);
                 float[] replaced = qm.replacedFloats().get(name);
                 if (all.containsKey(name)) {
-                    model.add(SafetensorsWriter.Entry.ofFloats(name, t.shape(), () -> last.get(name).dequantize(), DType.F32));
+                    // dequantized a piece at a time into the writer's buffer: never a float32 copy of a whole tensor
+                    model.add(SafetensorsWriter.Entry.ofFloatPieces(name, t.shape(), () -> {
+                        QuantizedLinear q = last.get(name);
+                        return (from, into, count) -> q.dequantize((int) from, into, count);
+                    }, DType.F32));
                 } else if (replaced != null) {
                     model.add(SafetensorsWriter.Entry.ofFloats(name, t.shape(), replaced, DType.F32));
                 } else {

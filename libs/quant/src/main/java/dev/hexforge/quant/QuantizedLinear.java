@@ -35,26 +35,31 @@ public record QuantizedLinear(int out, int in, QuantSpec spec, byte[] q, float[]
     /** The float32 weight this represents, [out, in]. */
     public float[] dequantize() {
         float[] w = new float[out * in];
+        dequantize(0, w, w.length);
+        return w;
+    }
+
+    /** {@code count} values of the float32 weight, from flat (row-major) index {@code from}, into {@code into[0..count)}. */
+    public void dequantize(int from, float[] into, int count) {
         int groups = groups();
         int g = spec.effectiveGroup(in);
         boolean signed = spec.symmetric();
-        for (int o = 0; o < out; o++) {
-            int row = o * in;
-            for (int grp = 0; grp < groups; grp++) {
-                float s = scales[o * groups + grp];
-                int z = zeros == null ? 0 : zeros[o * groups + grp] & 0xff;
-                int end = row + Math.min(in, (grp + 1) * g);
-                if (signed) {
-                    for (int i = row + grp * g; i < end; i++) {
-                        w[i] = (q[i] - z) * s;
-                    }
-                } else {
-                    for (int i = row + grp * g; i < end; i++) {
-                        w[i] = ((q[i] & 0xff) - z) * s;
-                    }
+        int end = from + count;
+        for (int i = from; i < end; ) {
+            int o = i / in;
+            int grp = (i - o * in) / g;
+            int stop = Math.min(end, o * in + Math.min(in, (grp + 1) * g));
+            float s = scales[o * groups + grp];
+            int z = zeros == null ? 0 : zeros[o * groups + grp] & 0xff;
+            if (signed) {
+                for (; i < stop; i++) {
+                    into[i - from] = (q[i] - z) * s;
+                }
+            } else {
+                for (; i < stop; i++) {
+                    into[i - from] = ((q[i] & 0xff) - z) * s;
                 }
             }
         }
-        return w;
     }
 }

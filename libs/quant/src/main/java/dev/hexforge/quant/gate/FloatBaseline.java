@@ -2,6 +2,7 @@ package dev.hexforge.quant.gate;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.concurrent.Background;
 import dev.hexforge.eval.Perplexity;
 
 import java.io.IOException;
@@ -28,12 +29,33 @@ public final class FloatBaseline {
     record Cached(double perplexity, double meanNll, long scoredTokens, int windows, int droppedTrailingTokens, int[] top1) {
     }
 
-    private FloatBaseline() {
+    private final Checkpoint ckpt;
+    private final GateText text;
+    private final Path cache;
+    private final Background<String> key;
+
+    private FloatBaseline(Checkpoint ckpt, GateText text, Path cache) {
+        this.ckpt = ckpt;
+        this.text = text;
+        this.cache = cache;
+        // hashing a model's files takes about a second a gigabyte: it runs beside whatever the caller does next
+        key = cache == null ? Background.done(null) : Background.start("hexforge-baseline-digest", () -> key(ckpt.dir(), text));
     }
 
     /** @param cache the cache folder, or null to compute every time */
     public static Perplexity.Scored of(Checkpoint ckpt, GateText text, Path cache) {
-        Path file = cache == null ? null : cache.resolve("gate-baseline").resolve(key(ckpt.dir(), text) + ".json");
+        return start(ckpt, text, cache).scores();
+    }
+
+    /** Starts looking the baseline up in {@code cache} (null: none); {@link #scores} gives it. */
+    public static FloatBaseline start(Checkpoint ckpt, GateText text, Path cache) {
+        return new FloatBaseline(ckpt, text, cache);
+    }
+
+    /** The float model's scores: from the cache when there, else computed (and cached). */
+    public Perplexity.Scored scores() {
+        String digest = key.join();
+        Path file = digest == null ? null : cache.resolve("gate-baseline").resolve(digest + ".json");
         if (file != null && Files.isRegularFile(file)) {
             try {
                 Cached c = JSON.readValue(file.toFile(), Cached.class);

@@ -36,12 +36,22 @@ public final class Rtn {
             throw new IllegalArgumentException("weight has " + w.length + " values, expected " + out + " x " + in);
         }
         int groups = spec.groups(in);
-        int g = spec.effectiveGroup(in);
         byte[] q = new byte[out * in];
         float[] scales = new float[out * groups];
         byte[] zeros = spec.symmetric() ? null : new byte[out * groups];
+        // rows are independent: blocks of them on every core give the same bytes as one thread
+        int blocks = Math.min(out, Runtime.getRuntime().availableProcessors() * 4);
+        java.util.stream.IntStream.range(0, blocks).parallel().forEach(b ->
+                quantizeRows(w, in, spec, (int) ((long) out * b / blocks), (int) ((long) out * (b + 1) / blocks), q, scales, zeros));
+        return new QuantizedLinear(out, in, spec, q, scales, zeros);
+    }
+
+    private static void quantizeRows(float[] w, int in, QuantSpec spec, int rowFrom, int rowTo, byte[] q, float[] scales,
+                                     byte[] zeros) {
+        int groups = spec.groups(in);
+        int g = spec.effectiveGroup(in);
         float[] lanes = new float[Math.min(g, CHUNK)];
-        for (int o = 0; o < out; o++) {
+        for (int o = rowFrom; o < rowTo; o++) {
             int row = o * in;
             for (int grp = 0; grp < groups; grp++) {
                 int from = row + grp * g;
@@ -69,7 +79,6 @@ public final class Rtn {
                 }
             }
         }
-        return new QuantizedLinear(out, in, spec, q, scales, zeros);
     }
 
     private static float[] minMax(float[] w, int from, int to) {
