@@ -85,7 +85,9 @@ public final class QdqFormat extends QuantizedLinearFormat {
         byte[] src = q.q();
         byte[] t = new byte[k * n];
         final int tile = 64;
-        for (int o0 = 0; o0 < n; o0 += tile) {
+        // tiles of output rows on every core: each writes its own columns of the result
+        java.util.stream.IntStream.range(0, (n + tile - 1) / tile).parallel().forEach(tileIndex -> {
+            int o0 = tileIndex * tile;
             int o1 = Math.min(n, o0 + tile);
             for (int i0 = 0; i0 < k; i0 += tile) {
                 int i1 = Math.min(k, i0 + tile);
@@ -96,7 +98,7 @@ public final class QdqFormat extends QuantizedLinearFormat {
                     }
                 }
             }
-        }
+        });
         return t;
     }
 
