@@ -73,7 +73,8 @@ public final class Awq {
         List<GroupError> errors = new ArrayList<>();
         for (int l = 0; l < c.numLayers(); l++) {
             LayerParams orig = base.layer(l);
-            LayerParams p = base.layer(l);
+            // the scales are searched and folded on a copy; the traces come from the layer as it was
+            LayerParams p = orig.copy();
             List<LayerForward.Trace> traces = new ArrayList<>();
             for (SequenceBatches.Batch b : batches) {
                 traces.add(lf.run(orig, b.x, b.length));

@@ -194,7 +194,7 @@ public final class LayerForward {
                 float[] q = linear(n1, rows, p.weights.get(Linear.Q), p.biases.get(Linear.Q), c.qSize(), h);
                 float[] k = linear(n1, rows, p.weights.get(Linear.K), p.biases.get(Linear.K), c.kvSize(), h);
                 float[] v = linear(n1, rows, p.weights.get(Linear.V), p.biases.get(Linear.V), c.kvSize(), h);
-                ctx = rows == len ? attention(q, k, v, len) : attentionPerSequence(q, k, v, rows, len);
+                ctx = attentionPerSequence(q, k, v, rows, len);
                 n1 = null;
                 done = 2;
             }
@@ -239,7 +239,7 @@ public final class LayerForward {
         float[] q = linear(n1, rows, p.weights.get(Linear.Q), p.biases.get(Linear.Q), c.qSize(), h);
         float[] k = linear(n1, rows, p.weights.get(Linear.K), p.biases.get(Linear.K), c.kvSize(), h);
         float[] v = linear(n1, rows, p.weights.get(Linear.V), p.biases.get(Linear.V), c.kvSize(), h);
-        float[] ctx = rows == len ? attention(q, k, v, len) : attentionPerSequence(q, k, v, rows, len);
+        float[] ctx = attentionPerSequence(q, k, v, rows, len);
         if (upTo == Linear.O) {
             return new Trace(len, n1, ctx, null, null, null);
         }

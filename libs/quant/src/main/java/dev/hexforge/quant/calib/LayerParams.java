@@ -13,6 +13,16 @@ public final class LayerParams {
     public final Map<Linear, float[]> weights = new EnumMap<>(Linear.class);
     public final Map<Linear, float[]> biases = new EnumMap<>(Linear.class);
 
+    /** A deep copy: a pass may change the copy's arrays and keep these. */
+    public LayerParams copy() {
+        LayerParams p = new LayerParams();
+        p.inputNorm = inputNorm.clone();
+        p.postAttentionNorm = postAttentionNorm.clone();
+        weights.forEach((lin, w) -> p.weights.put(lin, w.clone()));
+        biases.forEach((lin, b) -> p.biases.put(lin, b.clone()));
+        return p;
+    }
+
     public static LayerParams copyOf(DecoderWeights.Layer l) {
         LayerParams p = new LayerParams();
         p.inputNorm = l.inputNorm().clone();

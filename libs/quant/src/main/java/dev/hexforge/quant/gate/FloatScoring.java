@@ -54,9 +54,11 @@ public final class FloatScoring {
         int perGroup = Math.max(1, GROUP_ROWS / window);
         int[] top1 = new int[windows * (window - 1)];
         double nll = 0;
+        LayerSource source = LayerSource.of(ckpt);
+        LayerForward lf = new LayerForward(c);
         for (int w0 = 0; w0 < windows; w0 += perGroup) {
             int n = Math.min(perGroup, windows - w0);
-            nll += group(ckpt, java.util.Arrays.copyOfRange(ids, w0 * window, (w0 + n) * window), window, n, top1,
+            nll += group(ckpt, source, lf, java.util.Arrays.copyOfRange(ids, w0 * window, (w0 + n) * window), window, n, top1,
                     w0 * (window - 1));
             if (onWindow != null) {
                 onWindow.accept(w0 + n);
@@ -69,11 +71,10 @@ public final class FloatScoring {
     }
 
     /** Summed NLL of {@code windows} windows stacked in {@code ids}; their top-1 tokens go to {@code top1} from {@code at}. */
-    private static double group(Checkpoint ckpt, int[] ids, int window, int windows, int[] top1Out, int at) {
+    private static double group(Checkpoint ckpt, LayerSource source, LayerForward lf, int[] ids, int window, int windows,
+                                int[] top1Out, int at) {
         ModelConfig c = ckpt.config();
         int h = c.hiddenSize();
-        LayerSource source = LayerSource.of(ckpt);
-        LayerForward lf = new LayerForward(c);
         // the windows through layer 0, then layer 1, ...: the linears run over all their rows at once
         float[] hidden = source.embed(ids);
         for (int l = 0; l < c.numLayers(); l++) {
