@@ -244,6 +244,8 @@ final class VectorFloatKernels extends FloatKernels {
 
     /** Largest weight copied for a transpose: 64 MB. */
     private static final long TRANSPOSE_LIMIT = 1 << 24;
+    /** Rows of a weight taken at a time by the products: 256 rows of 896 floats (a 0.5B model's) are 0.9 MB. */
+    private static final int W_BLOCK = 256;
 
     /**
      * With enough rows, a moderate {@code w} is transposed once (a cost of 1/rows of the product) so the product
@@ -262,12 +264,27 @@ final class VectorFloatKernels extends FloatKernels {
 
     private void ntRows(float[] x, float[] w, float[] y, int from, int to, int in, int out, boolean acc) {
         int bound = S.loopBound(in);
-        int t = from;
-        for (; t + 1 < to; t += 2) {
+        // blocks of weight rows outside, row pairs inside: a block stays in cache for every pair (streaming a large w,
+        // e.g. an LM head, once per pair made the product memory-bound); each output is computed as before
+        int pairsEnd = from + (to - from) / 2 * 2;
+        for (int o0 = 0; o0 < out; o0 += W_BLOCK) {
+            int o1 = Math.min(out, o0 + W_BLOCK);
+            ntPairs(x, w, y, from, pairsEnd, in, out, o0, o1, bound, acc);
+        }
+        for (int t = pairsEnd; t < to; t++) {
+            for (int o = 0; o < out; o++) {
+                put(y, t * out + o, (float) dot(x, t * in, w, o * in, in), acc);
+            }
+        }
+    }
+
+    private void ntPairs(float[] x, float[] w, float[] y, int from, int to, int in, int out, int oFrom, int oTo, int bound,
+                         boolean acc) {
+        for (int t = from; t < to; t += 2) {
             int x0 = t * in;
             int x1 = x0 + in;
-            int o = 0;
-            for (; o + 3 < out; o += 4) {
+            int o = oFrom;
+            for (; o + 3 < oTo; o += 4) {
                 int w0 = o * in;
                 int w1 = w0 + in;
                 int w2 = w1 + in;
@@ -301,14 +318,9 @@ final class VectorFloatKernels extends FloatKernels {
                 put(y, y1 + 2, a12.reduceLanes(VectorOperators.ADD) + tail(x, x1, w, w2, bound, in), acc);
                 put(y, y1 + 3, a13.reduceLanes(VectorOperators.ADD) + tail(x, x1, w, w3, bound, in), acc);
             }
-            for (; o < out; o++) {
+            for (; o < oTo; o++) {
                 put(y, t * out + o, (float) dot(x, x0, w, o * in, in), acc);
                 put(y, (t + 1) * out + o, (float) dot(x, x1, w, o * in, in), acc);
-            }
-        }
-        for (; t < to; t++) {
-            for (int o = 0; o < out; o++) {
-                put(y, t * out + o, (float) dot(x, t * in, w, o * in, in), acc);
             }
         }
     }
@@ -337,6 +349,21 @@ final class VectorFloatKernels extends FloatKernels {
 
     /** @param band 0: every o; 1: o below the tile's last row + 1 (lower triangular dy); 2: o from the tile's first row */
     private void nnRows(float[] dy, float[] w, float[] dx, int from, int to, int out, int in, boolean acc, int band) {
+        if (band != 0) {
+            nnBlock(dy, w, dx, from, to, out, in, acc, band, 0, out);
+            return;
+        }
+        // blocks of w's rows outside: a block's column panel stays in cache for every row tile (a panel of a large w,
+        // e.g. an LM head, was read again from memory for each tile). Each block adds to what the ones before it
+        // left in dx, in the same order of o, so every value is the same as in one pass.
+        for (int o0 = 0; o0 < out; o0 += W_BLOCK) {
+            nnBlock(dy, w, dx, from, to, out, in, acc || o0 > 0, 0, o0, Math.min(out, o0 + W_BLOCK));
+        }
+    }
+
+    /** Rows [from, to) of {@code dy·w} over the rows [blockFrom, blockTo) of w, added to dx when {@code acc}. */
+    private void nnBlock(float[] dy, float[] w, float[] dx, int from, int to, int out, int in, boolean acc, int band,
+                         int blockFrom, int blockTo) {
         int bound2 = in / (2 * L) * (2 * L);
         int tiles = from + (to - from) / 4 * 4;
         // column panels outside, row tiles inside: a panel of w (out x 2L) stays in cache for every tile
@@ -370,8 +397,8 @@ final class VectorFloatKernels extends FloatKernels {
                     c30 = c00;
                     c31 = c00;
                 }
-                int oFrom = band == 2 ? t : 0;
-                int oTo = band == 1 ? Math.min(out, t + 4) : out;
+                int oFrom = band == 2 ? t : blockFrom;
+                int oTo = band == 1 ? Math.min(out, t + 4) : blockTo;
                 for (int o = oFrom; o < oTo; o++) {
                     FloatVector w0 = FloatVector.fromArray(S, w, o * in + i);
                     FloatVector w1 = FloatVector.fromArray(S, w, o * in + i + L);
@@ -399,7 +426,7 @@ final class VectorFloatKernels extends FloatKernels {
             }
         }
         for (int t = from; t < tiles; t++) {
-            nnColumns(dy, w, dx, t, out, in, bound2, acc);
+            nnColumns(dy, w, dx, t, out, in, bound2, acc, blockFrom, blockTo);
         }
         for (int t = tiles; t < to; t++) {
             int d0 = t * out;
@@ -407,7 +434,7 @@ final class VectorFloatKernels extends FloatKernels {
                 int r0 = t * in + i;
                 FloatVector c0 = acc ? FloatVector.fromArray(S, dx, r0) : FloatVector.zero(S);
                 FloatVector c1 = acc ? FloatVector.fromArray(S, dx, r0 + L) : FloatVector.zero(S);
-                for (int o = 0; o < out; o++) {
+                for (int o = blockFrom; o < blockTo; o++) {
                     FloatVector b = FloatVector.broadcast(S, dy[d0 + o]);
                     c0 = FloatVector.fromArray(S, w, o * in + i).fma(b, c0);
                     c1 = FloatVector.fromArray(S, w, o * in + i + L).fma(b, c1);
@@ -415,13 +442,13 @@ final class VectorFloatKernels extends FloatKernels {
                 c0.intoArray(dx, r0);
                 c1.intoArray(dx, r0 + L);
             }
-            nnColumns(dy, w, dx, t, out, in, bound2, acc);
+            nnColumns(dy, w, dx, t, out, in, bound2, acc, blockFrom, blockTo);
         }
         // the single-row paths above run over every o: the skipped entries of a triangular dy are zeros
     }
 
     /** Columns [from, in) of one row of {@code dy·w}. */
-    private void nnColumns(float[] dy, float[] w, float[] dx, int t, int out, int in, int from, boolean acc) {
+    private void nnColumns(float[] dy, float[] w, float[] dx, int t, int out, int in, int from, boolean acc, int oFrom, int oTo) {
         int n = in - from;
         if (n == 0) {
             return;
@@ -430,7 +457,7 @@ final class VectorFloatKernels extends FloatKernels {
         if (!acc) {
             java.util.Arrays.fill(dx, row, row + n, 0f);
         }
-        for (int o = 0; o < out; o++) {
+        for (int o = oFrom; o < oTo; o++) {
             float d = dy[t * out + o];
             if (d != 0f) {
                 axpy(d, w, o * in + from, dx, row, n);
