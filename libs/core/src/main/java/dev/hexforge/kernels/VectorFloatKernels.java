@@ -246,6 +246,8 @@ final class VectorFloatKernels extends FloatKernels {
     private static final long TRANSPOSE_LIMIT = 1 << 24;
     /** Rows of a weight taken at a time by the products: 256 rows of 896 floats (a 0.5B model's) are 0.9 MB. */
     private static final int W_BLOCK = 256;
+    /** The NN product blocks w's rows only above this many: a panel of 2 vectors' width then exceeds 1 MB. */
+    private static final int NN_BLOCKED_ABOVE = 8192;
 
     /**
      * With enough rows, a moderate {@code w} is transposed once (a cost of 1/rows of the product) so the product
@@ -349,13 +351,15 @@ final class VectorFloatKernels extends FloatKernels {
 
     /** @param band 0: every o; 1: o below the tile's last row + 1 (lower triangular dy); 2: o from the tile's first row */
     private void nnRows(float[] dy, float[] w, float[] dx, int from, int to, int out, int in, boolean acc, int band) {
-        if (band != 0) {
+        if (band != 0 || out <= NN_BLOCKED_ABOVE) {
             nnBlock(dy, w, dx, from, to, out, in, acc, band, 0, out);
             return;
         }
-        // blocks of w's rows outside: a block's column panel stays in cache for every row tile (a panel of a large w,
-        // e.g. an LM head, was read again from memory for each tile). Each block adds to what the ones before it
-        // left in dx, in the same order of o, so every value is the same as in one pass.
+        // a tall w (an LM head's 151,936 rows) in blocks of rows: a block's column panel stays in cache for every row
+        // tile, where the whole panel was read again from memory for each tile. Each block adds to what the ones
+        // before it left in dx, in the same order of o, so every value is the same as in one pass. (Below the bound
+        // the panel stays in cache unblocked, and blocking would re-read dx once per block: a GPTQ Hessian's dx is
+        // k x k.)
         for (int o0 = 0; o0 < out; o0 += W_BLOCK) {
             nnBlock(dy, w, dx, from, to, out, in, acc || o0 > 0, 0, o0, Math.min(out, o0 + W_BLOCK));
         }

@@ -17,9 +17,10 @@ class KernelsTest {
         Kernels<float[]> plain = new FloatKernels(1);
         assertTrue(fast instanceof VectorFloatKernels, "the test JVM runs with the vector module");
         SplittableRandom rng = new SplittableRandom(1);
-        // the last three span several blocks of weight rows (an LM head's shape, small), with row and column tails
+        // the last four span several blocks of weight rows (an LM head's shape, small; the last one in the NN product
+        // too), with row and column tails
         int[][] shapes = {{1, 1, 1}, {3, 7, 5}, {16, 32, 32}, {17, 33, 35}, {64, 128, 8}, {8, 8, 128}, {130, 96, 70},
-                {512, 128, 64}, {7, 40, 600}, {5, 33, 1030}, {27, 64, 2049}};
+                {512, 128, 64}, {7, 40, 600}, {5, 33, 1030}, {27, 64, 2049}, {6, 40, 8500}};
         for (int[] s : shapes) {
             int rows = s[0];
             int in = s[1];
