@@ -53,11 +53,6 @@ public final class SafetensorsWriter {
             return new Entry(name, dtype, shape, out -> writeFloats(out, values, dtype));
         }
 
-        /** Floats computed only when the tensor is written, so a writer of many tensors holds one at a time. */
-        public static Entry ofFloats(String name, long[] shape, java.util.function.Supplier<float[]> values, DType dtype) {
-            return new Entry(name, dtype, shape, out -> writeFloats(out, values.get(), dtype));
-        }
-
         /**
          * Floats produced a piece at a time when the tensor is written ({@code pieces} is asked once, then filled
          * piece by piece in order): neither the writer nor the producer holds the whole tensor.

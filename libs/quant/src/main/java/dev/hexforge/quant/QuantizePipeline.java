@@ -200,44 +200,33 @@ public final class QuantizePipeline {
     static QuantizationReport.LayerReport layerReport(String name, float[] w, QuantizedLinear q, GptqRunner.LayerError out) {
         // the squared error and the squared norm in double, four running sums each (one sum was a chain of dependent
         // additions); the dequantized values are made a piece at a time, exactly as the checkpoint's
-        double[] err = new double[4];
-        double[] norm = new double[4];
+        double e0 = 0, e1 = 0, e2 = 0, e3 = 0, n0 = 0, n1 = 0, n2 = 0, n3 = 0;
         float[] piece = new float[Math.min(w.length, REPORT_PIECE)];
         for (int from = 0; from < w.length; from += piece.length) {
             int n = Math.min(piece.length, w.length - from);
             q.dequantize(from, piece, n);
-            double e0 = 0, e1 = 0, e2 = 0, e3 = 0, n0 = 0, n1 = 0, n2 = 0, n3 = 0;
             int j = 0;
             for (; j + 4 <= n; j += 4) {
-                double w0 = w[from + j], w1 = w[from + j + 1], w2 = w[from + j + 2], w3 = w[from + j + 3];
-                double d0 = (float) (w[from + j] - piece[j]), d1 = (float) (w[from + j + 1] - piece[j + 1]);
-                double d2 = (float) (w[from + j + 2] - piece[j + 2]), d3 = (float) (w[from + j + 3] - piece[j + 3]);
+                float w0 = w[from + j], w1 = w[from + j + 1], w2 = w[from + j + 2], w3 = w[from + j + 3];
+                double d0 = w0 - piece[j], d1 = w1 - piece[j + 1], d2 = w2 - piece[j + 2], d3 = w3 - piece[j + 3];
                 e0 += d0 * d0;
                 e1 += d1 * d1;
                 e2 += d2 * d2;
                 e3 += d3 * d3;
-                n0 += w0 * w0;
-                n1 += w1 * w1;
-                n2 += w2 * w2;
-                n3 += w3 * w3;
+                n0 += (double) w0 * w0;
+                n1 += (double) w1 * w1;
+                n2 += (double) w2 * w2;
+                n3 += (double) w3 * w3;
             }
             for (; j < n; j++) {
-                double d = w[from + j] - piece[j];
-                double x = w[from + j];
+                float x = w[from + j];
+                double d = x - piece[j];
                 e0 += d * d;
-                n0 += x * x;
+                n0 += (double) x * x;
             }
-            err[0] += e0;
-            err[1] += e1;
-            err[2] += e2;
-            err[3] += e3;
-            norm[0] += n0;
-            norm[1] += n1;
-            norm[2] += n2;
-            norm[3] += n3;
         }
-        double squaredError = err[0] + err[1] + err[2] + err[3];
-        double squaredNorm = norm[0] + norm[1] + norm[2] + norm[3];
+        double squaredError = e0 + e1 + e2 + e3;
+        double squaredNorm = n0 + n1 + n2 + n3;
         float min = Float.POSITIVE_INFINITY;
         float max = 0;
         double sum = 0;

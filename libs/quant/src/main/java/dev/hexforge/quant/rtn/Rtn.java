@@ -26,6 +26,8 @@ public final class Rtn {
      * to compile them early in a run, which is what a one-shot quantization pays for.
      */
     private static final int CHUNK = 256;
+    /** Weights smaller than this are quantized on the caller's thread alone. */
+    private static final long PARALLEL_FROM = 1 << 16;
 
     private Rtn() {
     }
@@ -39,10 +41,15 @@ public final class Rtn {
         byte[] q = new byte[out * in];
         float[] scales = new float[out * groups];
         byte[] zeros = spec.symmetric() ? null : new byte[out * groups];
-        // rows are independent: blocks of them on every core give the same bytes as one thread
-        int blocks = Math.min(out, Runtime.getRuntime().availableProcessors() * 4);
-        java.util.stream.IntStream.range(0, blocks).parallel().forEach(b ->
-                quantizeRows(w, in, spec, (int) ((long) out * b / blocks), (int) ((long) out * (b + 1) / blocks), q, scales, zeros));
+        if ((long) out * in < PARALLEL_FROM) {
+            // AWQ's clip search quantizes one group at a time, tens of thousands of times a layer
+            quantizeRows(w, in, spec, 0, out, q, scales, zeros);
+        } else {
+            // rows are independent: blocks of them on every core give the same bytes as one thread
+            int blocks = Math.min(out, Runtime.getRuntime().availableProcessors() * 4);
+            java.util.stream.IntStream.range(0, blocks).parallel().forEach(b ->
+                    quantizeRows(w, in, spec, (int) ((long) out * b / blocks), (int) ((long) out * (b + 1) / blocks), q, scales, zeros));
+        }
         return new QuantizedLinear(out, in, spec, q, scales, zeros);
     }
 
