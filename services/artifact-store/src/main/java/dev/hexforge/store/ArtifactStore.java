@@ -324,19 +324,29 @@ public final class ArtifactStore {
         }
     }
 
-    /** Object storage failed or holds something unexpected. */
-    /** Whether a failure (anywhere in its causes) is the store not answering at all, as opposed to refusing a request. */
+    /**
+     * Whether a failure (anywhere in its causes) is the store away for now — refusing the connection, dropping or
+     * timing out one in use, or answering with S3's errors to try again later (InternalError, ServiceUnavailable,
+     * SlowDown, or a bare 5xx; what a server says while it shuts down) — as opposed to refusing a request or holding
+     * something unexpected.
+     */
     public static boolean unreachable(Throwable e) {
         boolean store = false;
         for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
             store |= t instanceof StoreException;
-            if (store && t instanceof java.net.ConnectException) {
+            if (store && (t instanceof java.net.SocketException || t instanceof java.net.SocketTimeoutException
+                    || t instanceof java.io.EOFException
+                    || t instanceof ErrorResponseException r && TRY_AGAIN.contains(r.errorResponse().code())
+                    || t instanceof io.minio.errors.ServerException s && s.statusCode() >= 500)) {
                 return true;
             }
         }
         return false;
     }
 
+    private static final java.util.Set<String> TRY_AGAIN = java.util.Set.of("InternalError", "ServiceUnavailable", "SlowDown");
+
+    /** Object storage failed or holds something unexpected. */
     public static class StoreException extends RuntimeException {
         public StoreException(String message, Throwable cause) {
             super(message, cause);

@@ -28,9 +28,9 @@ class GatewayConfig {
     }
 
     /**
-     * What happens to a stage event the gateway cannot apply: tried again {@code hexforge.event-retries} times
-     * {@code hexforge.event-retry-backoff} apart (a database away for a moment; an unreadable or inconsistent event is
-     * not tried again, it would fail the same way), then kept on the dead-letter topic
+     * What happens to a stage event the gateway cannot apply: while the database is away, tried again until it is
+     * back; otherwise tried again {@code hexforge.event-retries} times {@code hexforge.event-retry-backoff} apart (an
+     * unreadable or inconsistent event is not tried again, it would fail the same way), then kept on the dead-letter topic
      * with the failure in its headers, and its job failed with EVENT_UNPROCESSABLE — never dropped silently.
      */
     @Bean
@@ -61,7 +61,18 @@ class GatewayConfig {
         org.springframework.kafka.listener.DefaultErrorHandler handler = new org.springframework.kafka.listener.DefaultErrorHandler(
                 recoverer, new org.springframework.util.backoff.FixedBackOff(settings.eventRetryBackoff().toMillis(), settings.eventRetries()));
         handler.addNotRetryableExceptions(IllegalArgumentException.class); // unreadable or inconsistent: the same every time
+        // the database away is no fault of the event (and its job could not even be failed meanwhile): the event waits,
+        // its offset uncommitted, until the database is back; later events of the partition wait behind it
+        handler.setBackOffFunction((record, ex) -> UnavailableFilter.dependencyAway(ex).isPresent() ? untilBack() : null);
         return handler;
+    }
+
+    /** Tries again without end, 0.5 s, then 1, 2, 4 and 5 s apart. */
+    static org.springframework.util.backoff.BackOff untilBack() {
+        org.springframework.util.backoff.ExponentialBackOff b = new org.springframework.util.backoff.ExponentialBackOff(500, 2.0);
+        b.setMaxInterval(5_000);
+        b.setMaxElapsedTime(Long.MAX_VALUE);
+        return b;
     }
 
     /** Requests whose path is not in plain form are refused before any other filter sees them. */

@@ -52,23 +52,20 @@ class UnavailableFilter extends OncePerRequestFilter {
 
     /** What is away, when the failure (anywhere in its causes) is a dependency that cannot be reached. */
     static Optional<String> dependencyAway(Throwable e) {
-        boolean sql = false;
-        boolean network = false;
+        if (dev.hexforge.web.DatabaseAway.in(e)) {
+            return Optional.of("the database");
+        }
         for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            if (t instanceof java.sql.SQLTransientConnectionException || t instanceof org.springframework.transaction.CannotCreateTransactionException
+            if (t instanceof org.springframework.transaction.CannotCreateTransactionException
                     || t instanceof org.springframework.dao.DataAccessResourceFailureException
-                    || t instanceof org.hibernate.exception.JDBCConnectionException
-                    || t instanceof java.sql.SQLException s && (s.getSQLState() != null && s.getSQLState().startsWith("08")
-                    || "Connection is closed".equals(s.getMessage()))) { // Hikari's word for a connection the database dropped
+                    || t instanceof org.hibernate.exception.JDBCConnectionException) {
                 return Optional.of("the database");
             }
             if (t instanceof dev.hexforge.store.ArtifactStore.StoreException && dev.hexforge.store.ArtifactStore.unreachable(t)) {
                 return Optional.of("the object store");
             }
-            sql |= t instanceof java.sql.SQLException || t instanceof org.springframework.dao.DataAccessException;
-            network |= t instanceof java.net.SocketException;
         }
-        return sql && network ? Optional.of("the database") : Optional.empty();
+        return Optional.empty();
     }
 
     private static Throwable rootCause(Throwable e) {

@@ -38,6 +38,19 @@ class UnavailableFilterTest {
     }
 
     @Test
+    void aPooledConnectionTheStoppingServerTerminatedCountsToo() throws Exception {
+        // what a request gets on a pooled connection when PostgreSQL shuts down (found by FaultHarnessTest: it was a 500)
+        for (String state : new String[]{"57P01", "57P03"}) {
+            MockHttpServletResponse res = new MockHttpServletResponse();
+            new UnavailableFilter().doFilter(new MockHttpServletRequest("GET", "/api/v1/jobs"), res, (rq, rs) -> {
+                throw new org.springframework.orm.jpa.JpaSystemException(new org.hibernate.exception.GenericJDBCException("JDBC exception executing SQL",
+                        new java.sql.SQLException("FATAL: terminating connection due to administrator command", state)));
+            });
+            assertEquals(503, res.getStatus(), state);
+        }
+    }
+
+    @Test
     void otherFailuresAreNotDressedUpAsUnavailability() {
         assertThrows(IllegalStateException.class, () -> new UnavailableFilter().doFilter(new MockHttpServletRequest("GET", "/api/v1/jobs"),
                 new MockHttpServletResponse(), (rq, rs) -> {

@@ -258,7 +258,7 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
         }
         Path dir = work.resolve(req.attemptId());
         try {
-            java.util.Set<String> marks = store.keysUnder(ArtifactStore.attemptPrefix(req.attemptId())); // one round trip
+            java.util.Set<String> marks = whileStoreAway(() -> store.keysUnder(ArtifactStore.attemptPrefix(req.attemptId())), () -> { }); // one round trip
             if (marks.contains(resultKey(req.attemptId()))) {
                 LOG.info("attempt {} already completed; re-emitting its result", req.attemptId());
                 deliver(req.jobId(), new String(store.getBytes(resultKey(req.attemptId())), StandardCharsets.UTF_8));
@@ -276,8 +276,13 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
             StageEvents.Completed done = run(attempt);
             attempt.checkCancelled();
             deliver(req.jobId(), ContractsJson.write(done));
-            // kept for a redelivery (the offset is committed after this): a crash before it only means a re-run
-            store.putJson(resultKey(req.attemptId()), ContractsJson.MAPPER.valueToTree(done));
+            // kept for a redelivery (the offset is committed after this): a crash before it, or the store away, only
+            // means a re-run if the request comes again
+            try {
+                store.putJson(resultKey(req.attemptId()), ContractsJson.MAPPER.valueToTree(done));
+            } catch (ArtifactStore.StoreException e) {
+                LOG.warn("{} attempt {} completed; its result was not kept for a redelivery: {}", stage.id(), req.attemptId(), e.getMessage());
+            }
         } catch (UndeliveredException u) {
             throw u;
         } catch (AttemptCancelledException c) {
@@ -318,6 +323,31 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
     }
 
     /**
+     * Runs a transfer with the object store, trying again for {@link #storeRetry} (0.5 s to 5 s apart) while the store
+     * does not answer, telling {@code waiting} each time; objects are content-addressed, so a second try rewrites
+     * nothing that arrived. Any other failure, or the store away longer, is thrown.
+     */
+    <T> T whileStoreAway(java.util.function.Supplier<T> transfer, Runnable waiting) {
+        long deadline = System.nanoTime() + storeRetry.toNanos();
+        for (long pause = 500; ; pause = Math.min(5_000, pause * 2)) {
+            try {
+                return transfer.get();
+            } catch (ArtifactStore.StoreException e) {
+                if (!ArtifactStore.unreachable(e) || System.nanoTime() + pause * 1_000_000 > deadline) {
+                    throw e;
+                }
+                waiting.run();
+                try {
+                    Thread.sleep(pause);
+                } catch (InterruptedException x) {
+                    Thread.currentThread().interrupt();
+                    throw e;
+                }
+            }
+        }
+    }
+
+    /**
      * An uploaded model archive, unpacked once per content into {@code work/cache/<sha256>} and reused by later
      * attempts; the archive's digest is checked as it streams in.
      */
@@ -330,16 +360,23 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
         try {
             Files.createDirectories(cached.getParent());
             trimCache(cached.getParent(), archive.size());
-            java.security.MessageDigest md = java.security.MessageDigest.getInstance("SHA-256");
-            try (java.io.InputStream in = new java.security.DigestInputStream(store.getStream(archive.key()), md)) {
-                ModelArchive.extract(in, cached, ModelArchive.Limits.DEFAULT);
-                in.transferTo(java.io.OutputStream.nullOutputStream()); // the archive's tail, for the digest
-            }
-            String got = java.util.HexFormat.of().formatHex(md.digest());
-            if (!got.equals(archive.sha256())) {
-                Folders.deleteTree(cached);
-                throw new ArtifactStore.StoreException("uploaded archive " + archive.id() + " is corrupt in storage: sha256 " + got
-                        + ", uploaded as " + archive.sha256());
+            // unpacked beside it and moved into place whole: a read cut short leaves no half-unpacked folder to reuse
+            Path partial = cached.resolveSibling(archive.sha256() + ".partial");
+            Folders.deleteQuietly(partial);
+            try {
+                java.security.MessageDigest md = java.security.MessageDigest.getInstance("SHA-256");
+                try (java.io.InputStream in = new java.security.DigestInputStream(store.getStream(archive.key()), md)) {
+                    ModelArchive.extract(in, partial, ModelArchive.Limits.DEFAULT);
+                    in.transferTo(java.io.OutputStream.nullOutputStream()); // the archive's tail, for the digest
+                }
+                String got = java.util.HexFormat.of().formatHex(md.digest());
+                if (!got.equals(archive.sha256())) {
+                    throw new ArtifactStore.StoreException("uploaded archive " + archive.id() + " is corrupt in storage: sha256 " + got
+                            + ", uploaded as " + archive.sha256());
+                }
+                Files.move(partial, cached, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            } finally {
+                Folders.deleteQuietly(partial);
             }
             return cached;
         } catch (java.io.IOException | java.security.NoSuchAlgorithmException e) {
@@ -495,7 +532,7 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
             java.util.Optional<StageEvents.ArtifactRef> previous = req.inputs().stream().filter(i -> !StageEvents.isJobInput(i.kind())).findFirst();
             if (previous.isPresent()) {
                 Path in = dir.resolve("in").resolve("model"); // a stable name: exports record it
-                store.getFolder(previous.get().sha256(), in);
+                fetchFolder(previous.get().sha256(), in);
                 model = in;
             } else {
                 model = baseModel();
@@ -508,12 +545,12 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
             java.util.Optional<StageEvents.ArtifactRef> ref = req.inputs().stream()
                     .filter(i -> i.kind().equals(StageEvents.MODEL_ARCHIVE) || i.kind().equals(StageEvents.BASE_MODEL)).findFirst();
             if (ref.isPresent() && ref.get().kind().equals(StageEvents.MODEL_ARCHIVE)) {
-                return unpacked(ref.get());
+                return retrying(() -> unpacked(ref.get()));
             }
             if (ref.isPresent()) { // an artifact of the tenant's, checked by the gateway
                 Path in = dir.resolve("in").resolve("base-model");
                 if (!Files.isDirectory(in)) {
-                    store.getFolder(ref.get().sha256(), in);
+                    fetchFolder(ref.get().sha256(), in);
                 }
                 return in;
             }
@@ -531,6 +568,10 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
             StageEvents.ArtifactRef ref = req.inputs().stream().filter(i -> StageEvents.isInputFor(i.kind(), field)).findFirst()
                     .orElseThrow(() -> new IllegalArgumentException(field + ": the request carries no upload for it"));
             Path file = dir.resolve("inputs").resolve(StageEvents.inputFileName(ref.kind()));
+            return retrying(() -> fetchUpload(ref, file));
+        }
+
+        private Path fetchUpload(StageEvents.ArtifactRef ref, Path file) {
             try {
                 Files.createDirectories(file.getParent());
                 java.security.MessageDigest md = java.security.MessageDigest.getInstance("SHA-256");
@@ -567,34 +608,22 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
 
         @Override
         public StageEvents.ArtifactRef storeOutput(Path folder, String kind) {
-            ArtifactStore.StoredFolder stored = storeRetrying(folder);
+            ArtifactStore.StoredFolder stored = retrying(() -> store.putFolder(folder));
             return new StageEvents.ArtifactRef(StageEvents.artifactId(req.attemptId(), stored.sha256()), kind, stored.sha256(),
                     stored.size(), stored.key());
         }
 
-        /**
-         * Stores the folder, trying again for {@link #storeRetry} while the object store does not answer (objects are
-         * content-addressed, so a second try rewrites nothing that arrived); the progress says why the attempt waits.
-         */
-        private ArtifactStore.StoredFolder storeRetrying(Path folder) {
-            long deadline = System.nanoTime() + storeRetry.toNanos();
-            for (long pause = 500; ; pause = Math.min(5_000, pause * 2)) {
-                try {
-                    return store.putFolder(folder);
-                } catch (ArtifactStore.StoreException e) {
-                    if (!ArtifactStore.unreachable(e) || System.nanoTime() + pause * 1_000_000 > deadline) {
-                        throw e;
-                    }
-                    progress(-1, "the object store does not answer; trying again", Map.of(), true);
-                    try {
-                        Thread.sleep(pause);
-                    } catch (InterruptedException x) {
-                        Thread.currentThread().interrupt();
-                        checkCancelled();
-                        throw e;
-                    }
-                }
-            }
+        /** A stored folder into {@code into}, afresh on each try (a try cut short leaves files behind). */
+        private void fetchFolder(String manifestSha, Path into) {
+            retrying(() -> {
+                Folders.deleteQuietly(into);
+                return store.getFolder(manifestSha, into);
+            });
+        }
+
+        /** A transfer with the object store, tried again while it does not answer; the progress says why the attempt waits. */
+        private <T> T retrying(java.util.function.Supplier<T> transfer) {
+            return whileStoreAway(transfer, () -> progress(-1, "the object store does not answer; trying again", Map.of(), true));
         }
 
         @Override
