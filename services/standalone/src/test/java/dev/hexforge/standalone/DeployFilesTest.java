@@ -45,6 +45,7 @@ class DeployFilesTest {
         for (String service : imaged) {
             String image = "hexforge/hexforge-" + service + ":" + version;
             assertEquals(image, compose.path(service).path("image").asText(), "docker-compose.yml runs " + service);
+            assertEquals("unless-stopped", compose.path(service).path("restart").asText(), service + " comes back when it dies");
             JsonNode deployment = k8s.stream().filter(d -> d.path("kind").asText().equals("Deployment")
                     && d.path("metadata").path("name").asText().equals(service)).findFirst().orElse(null);
             assertTrue(deployment != null, "deploy/kubernetes has a Deployment for " + service);

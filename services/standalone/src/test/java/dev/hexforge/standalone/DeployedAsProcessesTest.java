@@ -1,19 +1,13 @@
 package dev.hexforge.standalone;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.hexforge.artifactservice.ArtifactServiceApplication;
 import dev.hexforge.client.ArtifactDownloader;
 import dev.hexforge.client.GatewayClient;
-import dev.hexforge.compileservice.CompileServiceApplication;
-import dev.hexforge.exportservice.ExportServiceApplication;
-import dev.hexforge.finetuneservice.FinetuneServiceApplication;
-import dev.hexforge.gateway.GatewayApplication;
 import dev.hexforge.infra.EmbeddedInfra;
 import dev.hexforge.infra.EmbeddedS3;
 import dev.hexforge.io.ModelArchive;
-import dev.hexforge.quantizeservice.QuantizeServiceApplication;
 import dev.hexforge.signing.Keys;
+import dev.hexforge.standalone.ProcessFleet.Container;
 import dev.hexforge.testing.Fixtures;
 import dev.hexforge.testing.fleet.FleetInfra;
 import org.junit.jupiter.api.BeforeAll;
@@ -22,10 +16,6 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.yaml.snakeyaml.Yaml;
 
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.KeyPair;
@@ -34,11 +24,9 @@ import java.sql.DriverManager;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -61,14 +49,6 @@ import static org.junit.jupiter.api.Assertions.fail;
 @ExtendWith(FleetInfra.class)
 class DeployedAsProcessesTest {
     static final Path ROOT = DeployFilesTest.ROOT;
-    /** The main class jib finds in each service image (the module's one Spring Boot application). */
-    static final Map<String, Class<?>> MAIN = Map.of(
-            "gateway", GatewayApplication.class,
-            "artifact-service", ArtifactServiceApplication.class,
-            "export-service", ExportServiceApplication.class,
-            "quantize-service", QuantizeServiceApplication.class,
-            "finetune-service", FinetuneServiceApplication.class,
-            "compile-service", CompileServiceApplication.class);
     static final String SIGNING_KEY_FILE = "signing-key.pem";
     @TempDir
     Path dir;
@@ -78,10 +58,6 @@ class DeployedAsProcessesTest {
     @BeforeAll
     static void infra(FleetInfra.Endpoints endpoints) {
         infra = endpoints;
-    }
-
-    /** A service as a file describes its container: its environment, and where each container path lives here. */
-    record Container(String service, Map<String, String> env, Map<String, Path> mounts) {
     }
 
     @Test
@@ -98,18 +74,7 @@ class DeployedAsProcessesTest {
         try (EmbeddedS3 s3 = EmbeddedS3.start(dir.resolve("minio"), EmbeddedInfra.Ports.free(), minioEnv.get("MINIO_ROOT_USER"), minioEnv.get("MINIO_ROOT_PASSWORD"))) {
             shell.put("HEXFORGE_S3_PUBLIC_ENDPOINT", s3.endpoint()); // the address users reach S3 at, as the file asks
             Map<String, Path> secretFiles = Map.of(SIGNING_KEY_FILE, signingKeyFile());
-            List<Container> containers = new ArrayList<>();
-            hexforgeServices(services).forEach((name, s) -> {
-                Map<String, Path> mounts = new LinkedHashMap<>();
-                for (Object v : (List<Object>) s.getOrDefault("volumes", List.of())) {
-                    String mountPath = String.valueOf(v).split(":")[1];
-                    mounts.put(mountPath, folder(name + "-volume-" + String.valueOf(v).split(":")[0]));
-                }
-                for (String sec : (List<String>) s.getOrDefault("secrets", List.of())) {
-                    mounts.put("/run/secrets/" + sec, secretFiles.get(sec));
-                }
-                containers.add(new Container(name, substitute((Map<String, Object>) s.get("environment"), shell), mounts));
-            });
+            List<Container> containers = composeContainers(dir, services, shell, secretFiles);
             runAJobThrough(containers, Map.of(
                     "kafka:9092", infra.kafka(),
                     "http://minio:9000", s3.endpoint(),
@@ -179,65 +144,45 @@ class DeployedAsProcessesTest {
         assertEquals(config.get("HEXFORGE_DB_USER"), tableOwner(db, "jobs"), "the gateway logs in as the user the ConfigMap names");
     }
 
+    /** The Hexforge services of a compose file as containers: their environment after substitution, volumes and secrets as folders under {@code dir}. */
+    @SuppressWarnings("unchecked")
+    static List<Container> composeContainers(Path dir, Map<String, Map<String, Object>> services, Map<String, String> shell,
+                                             Map<String, Path> secretFiles) {
+        List<Container> containers = new ArrayList<>();
+        hexforgeServices(services).forEach((name, s) -> {
+            Map<String, Path> mounts = new LinkedHashMap<>();
+            for (Object v : (List<Object>) s.getOrDefault("volumes", List.of())) {
+                String mountPath = String.valueOf(v).split(":")[1];
+                mounts.put(mountPath, ProcessFleet.folder(dir, name + "-volume-" + String.valueOf(v).split(":")[0]));
+            }
+            for (String sec : (List<String>) s.getOrDefault("secrets", List.of())) {
+                mounts.put("/run/secrets/" + sec, secretFiles.get(sec));
+            }
+            containers.add(new Container(name, substitute((Map<String, Object>) s.get("environment"), shell), mounts));
+        });
+        return containers;
+    }
+
     /**
      * Starts the containers as processes, waits for the gateway and the token it writes, runs finetune → merge →
      * quantize → export → compile → sign on an uploaded model and downloads the signed result; stops them all.
      */
     void runAJobThrough(List<Container> containers, Map<String, String> infraHosts) throws Exception {
-        assertEquals(MAIN.keySet(), containers.stream().map(Container::service).collect(java.util.stream.Collectors.toSet()),
-                "the file runs every service image");
-        int gatewayPort = EmbeddedInfra.Ports.free();
-        int artifactPort = EmbeddedInfra.Ports.free();
-        Map<String, String> hosts = new LinkedHashMap<>(infraHosts); // the file's service addresses -> where they run here
-        hosts.put("http://artifact-service:8081", "http://127.0.0.1:" + artifactPort);
-        Path tokenFile = null;
-        List<Process> processes = new ArrayList<>();
-        try {
-            for (Container c : containers) {
-                Map<String, String> env = new LinkedHashMap<>();
-                for (var v : c.env().entrySet()) {
-                    String value = hosts.getOrDefault(v.getValue(), v.getValue());
-                    if (value.startsWith("/")) {
-                        value = hostPath(c, value).toString();
-                    }
-                    for (String host : List.of("kafka", "minio", "postgres", ".svc", "artifact-service:")) {
-                        assertTrue(!value.contains(host + ":") && !value.contains(host + "/") && !value.contains(host + "."),
-                                c.service() + "'s " + v.getKey() + " names a host this test does not map: " + value);
-                    }
-                    env.put(v.getKey(), value);
-                }
-                // the ports the containers listen on (published or a Service in front; here each process needs a free one)
-                env.put("HEXFORGE_GATEWAY_PORT", String.valueOf(gatewayPort));
-                env.put("HEXFORGE_ARTIFACT_PORT", String.valueOf(artifactPort));
-                if (c.service().equals("gateway")) {
-                    tokenFile = Path.of(env.get("HEXFORGE_BOOTSTRAPTOKENFILE"));
-                }
-                processes.add(start(c.service(), env));
-            }
-            assertTrue(tokenFile != null, "the gateway is told where to write the first API token");
-
-            long deadline = System.nanoTime() + Duration.ofSeconds(180).toNanos();
-            while (!Files.isRegularFile(tokenFile) || Files.size(tokenFile) == 0 || !healthy(gatewayPort)) {
-                if (System.nanoTime() > deadline) {
-                    fail("the gateway did not come up: " + logs());
-                }
-                assertAllAlive(processes);
-                Thread.sleep(500);
-            }
-            GatewayClient gateway = new GatewayClient("http://127.0.0.1:" + gatewayPort, Files.readString(tokenFile).strip());
+        try (ProcessFleet fleet = new ProcessFleet(dir, containers, infraHosts, Map.of())) {
+            GatewayClient gateway = fleet.awaitGateway(Duration.ofSeconds(180));
             String id = gateway.ok(gateway.send("POST", "/api/v1/jobs", jobOnAnUploadedModel(gateway), "application/json")).path("id").asText();
 
             JsonNode job = null;
-            deadline = System.nanoTime() + Duration.ofSeconds(300).toNanos();
+            long deadline = System.nanoTime() + Duration.ofSeconds(300).toNanos();
             while (System.nanoTime() < deadline) {
                 job = gateway.ok(gateway.send("GET", "/api/v1/jobs/" + id, null, null));
                 if (!job.path("state").asText().equals("running")) {
                     break;
                 }
-                assertAllAlive(processes);
+                fleet.assertAllAlive();
                 Thread.sleep(300);
             }
-            assertEquals("completed", job.path("state").asText(), job + "\n" + logs());
+            assertEquals("completed", job.path("state").asText(), job + "\n" + fleet.logs());
             List<String> ran = new ArrayList<>();
             for (JsonNode s : job.path("stages")) {
                 assertEquals("completed", s.path("state").asText(), s.toString());
@@ -249,15 +194,6 @@ class DeployedAsProcessesTest {
             ArtifactDownloader.Result got = new ArtifactDownloader(gateway).download(artifact, dir.resolve("downloaded"),
                     signingKey.getPublic(), (path, done, size) -> { });
             assertTrue(got.files() > 1 && got.provenance(), "the bundle downloads, signed with the key the file mounts, with provenance: " + got);
-        } finally {
-            for (Process p : processes) {
-                p.destroy();
-            }
-            for (Process p : processes) {
-                if (!p.waitFor(20, TimeUnit.SECONDS)) {
-                    p.destroyForcibly().waitFor();
-                }
-            }
         }
     }
 
@@ -321,26 +257,8 @@ class DeployedAsProcessesTest {
         return out;
     }
 
-    /** A path in the container: under one of its mounts (the longest that fits), else in its own filesystem. */
-    Path hostPath(Container c, String path) throws Exception {
-        var mount = c.mounts().entrySet().stream()
-                .filter(m -> path.equals(m.getKey()) || path.startsWith(m.getKey() + "/"))
-                .max(Comparator.comparingInt(m -> m.getKey().length()));
-        if (mount.isPresent()) {
-            String rest = path.substring(mount.get().getKey().length());
-            return rest.isEmpty() ? mount.get().getValue() : Path.of(mount.get().getValue() + rest);
-        }
-        Path own = folder(c.service() + "-filesystem").resolve(path.substring(1));
-        Files.createDirectories(own.getParent());
-        return own;
-    }
-
     Path folder(String name) {
-        try {
-            return Files.createDirectories(dir.resolve(name));
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        }
+        return ProcessFleet.folder(dir, name);
     }
 
     Path signingKeyFile() throws Exception {
@@ -349,34 +267,6 @@ class DeployedAsProcessesTest {
             Files.writeString(key, Keys.privatePem(signingKey.getPrivate()));
         }
         return key;
-    }
-
-    /** The service as its container runs it: the jib image's JVM flags and main class, nothing but its environment. */
-    Process start(String service, Map<String, String> env) throws Exception {
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--add-modules", "jdk.incubator.vector", "-XX:+UseParallelGC",
-                "-Xmx512m", // six JVMs share this machine (a container's default is a quarter of its memory)
-                "-cp", System.getProperty("java.class.path"), MAIN.get(service).getName()));
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(dir.resolve(service + ".log").toFile());
-        pb.environment().keySet().retainAll(List.of("PATH"));
-        pb.environment().putAll(env);
-        pb.directory(folder(service + "-cwd").toFile());
-        return pb.start();
-    }
-
-    /** A service that exits is a container that stops: neither file restarts one that fails at start-up. */
-    void assertAllAlive(List<Process> processes) {
-        processes.forEach(p -> assertTrue(p.isAlive(), () -> "a service exited (PID " + p.pid() + ", exit code " + p.exitValue()
-                + "; its log names its PID)\n" + logs()));
-    }
-
-    static boolean healthy(int port) {
-        try {
-            return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/api/v1/health")).build(),
-                    HttpResponse.BodyHandlers.discarding()).statusCode() == 200;
-        } catch (Exception e) {
-            return false;
-        }
     }
 
     /** A new database on the fleet's PostgreSQL, owned by the user the file names, with the password it gives. */
@@ -404,18 +294,4 @@ class DeployedAsProcessesTest {
     static String jdbcUrlOf(String database) {
         return infra.jdbcUrl().replaceFirst("(jdbc:postgresql://[^/]+/).*", "$1" + database);
     }
-
-    String logs() {
-        StringBuilder sb = new StringBuilder();
-        for (String service : MAIN.keySet()) {
-            try {
-                String s = Files.readString(dir.resolve(service + ".log"));
-                sb.append("--- ").append(service).append(" ---\n").append(s.substring(Math.max(0, s.length() - 8000))).append('\n');
-            } catch (Exception e) {
-                sb.append("--- ").append(service).append(": no log\n");
-            }
-        }
-        return sb.toString();
-    }
-
 }
