@@ -33,7 +33,9 @@ import static org.junit.jupiter.api.Assertions.fail;
  * flags and exactly the environment the file gives its container (the file's hosts mapped to servers on this machine,
  * its volumes to folders). A service can be killed with SIGKILL and started again with the same environment and
  * folders, as its orchestrator restarts a container; each one's output goes to {@code dir/SERVICE.log}, appended to
- * across restarts.
+ * across restarts. A service that exits on its own is started again a second later, as compose's {@code restart:
+ * unless-stopped} and Kubernetes do (a service refuses to start while the object store is away, for one); those
+ * restarts are counted for the tests to look at.
  */
 final class ProcessFleet implements AutoCloseable {
     /** The main class jib finds in each service image (the module's one Spring Boot application). */
@@ -49,9 +51,17 @@ final class ProcessFleet implements AutoCloseable {
     record Container(String service, Map<String, String> env, Map<String, Path> mounts) {
     }
 
+    /** How a process is started: its main class, arguments and whole environment. */
+    record Launch(Class<?> main, List<String> args, Map<String, String> env) {
+    }
+
     private final Path dir;
-    private final Map<String, Map<String, String>> environments = new LinkedHashMap<>();
+    private final Map<String, Launch> launches = new LinkedHashMap<>();
     private final Map<String, Process> running = new LinkedHashMap<>();
+    /** Services being killed and started again by a test: the restart policy leaves them alone. */
+    private final java.util.Set<String> killed = new java.util.HashSet<>();
+    private final List<String> restartedByPolicy = new ArrayList<>();
+    private volatile boolean closing;
     final int gatewayPort = serverPort();
     final int artifactPort = serverPort();
     private final Path tokenFile;
@@ -87,50 +97,71 @@ final class ProcessFleet implements AutoCloseable {
             if (c.service().equals("gateway")) {
                 token = Path.of(env.get("HEXFORGE_BOOTSTRAPTOKENFILE"));
             }
-            environments.put(c.service(), env);
+            launches.put(c.service(), new Launch(MAIN.get(c.service()), List.of(), env));
         }
         assertTrue(token != null, "the gateway is told where to write the first API token");
         this.tokenFile = token;
-        for (String service : environments.keySet()) {
+        for (String service : List.copyOf(launches.keySet())) {
             start(service);
+        }
+        Thread policy = new Thread(this::restartWhatExits, "restart-policy");
+        policy.setDaemon(true);
+        policy.start();
+    }
+
+    private void restartWhatExits() {
+        while (!closing) {
+            try {
+                Thread.sleep(1_000);
+                synchronized (this) {
+                    for (var e : running.entrySet()) {
+                        if (!closing && !e.getValue().isAlive() && !killed.contains(e.getKey())) {
+                            restartedByPolicy.add(e.getKey() + " (exit code " + e.getValue().exitValue() + ")");
+                            start(e.getKey());
+                        }
+                    }
+                }
+            } catch (InterruptedException | IOException | RuntimeException e) {
+                return;
+            }
         }
     }
 
+    /** The services the restart policy started again since the last call (each with its exit code). */
+    synchronized List<String> restartedByPolicy() {
+        List<String> out = List.copyOf(restartedByPolicy);
+        restartedByPolicy.clear();
+        return out;
+    }
+
+
     /** Starts the service (again) as its container runs it: the image's JVM flags and main class, nothing but its environment. */
-    void start(String service) throws IOException {
+    synchronized void start(String service) throws IOException {
         assertTrue(!running.containsKey(service) || !running.get(service).isAlive(), service + " runs already");
+        killed.remove(service);
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--add-modules", "jdk.incubator.vector", "-XX:+UseParallelGC",
                 "-Xmx512m", // six JVMs share this machine (a container's default is a quarter of its memory)
-                "-cp", System.getProperty("java.class.path"), MAIN.get(service).getName()));
+                "-cp", System.getProperty("java.class.path"), launches.get(service).main().getName()));
+        cmd.addAll(launches.get(service).args());
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve(service + ".log").toFile()));
         pb.environment().keySet().retainAll(List.of("PATH"));
-        pb.environment().putAll(environments.get(service));
+        pb.environment().putAll(launches.get(service).env());
         pb.directory(folder(service + "-cwd").toFile());
         running.put(service, pb.start());
     }
 
     /** SIGKILL, as {@code kill -9} or an OOM killer does it: no shutdown hook runs, nothing is flushed or committed. */
     void kill(String service) throws InterruptedException {
-        Process p = running.get(service);
+        Process p;
+        synchronized (this) {
+            killed.add(service);
+            p = running.get(service);
+        }
         p.destroyForcibly();
         assertTrue(p.waitFor(30, TimeUnit.SECONDS), service + " did not die");
         assertEquals(137, p.exitValue(), service + " was killed by SIGKILL");
-    }
-
-    /** Starts again every service whose process has ended; returns their names. */
-    List<String> startWhatExited() throws IOException {
-        List<String> exited = new ArrayList<>();
-        for (var e : running.entrySet()) {
-            if (!e.getValue().isAlive()) {
-                exited.add(e.getKey());
-            }
-        }
-        for (String service : exited) {
-            start(service);
-        }
-        return exited;
     }
 
     /** The gateway answering its health check, with the admin token it wrote at its first start. */
@@ -146,8 +177,9 @@ final class ProcessFleet implements AutoCloseable {
         return new GatewayClient("http://127.0.0.1:" + gatewayPort, Files.readString(tokenFile).strip());
     }
 
-    /** A service that exits is a container that stops: neither file restarts one that fails at start-up. */
-    void assertAllAlive() {
+    /** For tests that run the files' services without faults: none of them may exit (the policy would hide it). */
+    synchronized void assertAllAlive() {
+        assertTrue(restartedByPolicy.isEmpty(), () -> "services exited and were started again: " + restartedByPolicy + "\n" + logs());
         running.forEach((service, p) -> assertTrue(p.isAlive(), () -> service + " exited (PID " + p.pid() + ", exit code "
                 + p.exitValue() + ")\n" + logs()));
     }
@@ -155,7 +187,7 @@ final class ProcessFleet implements AutoCloseable {
     /** The last part of each service's log. */
     String logs() {
         StringBuilder sb = new StringBuilder();
-        for (String service : MAIN.keySet()) {
+        for (String service : launches.keySet()) {
             try {
                 String s = Files.readString(dir.resolve(service + ".log"));
                 sb.append("--- ").append(service).append(" ---\n").append(s.substring(Math.max(0, s.length() - 8000))).append('\n');
@@ -168,6 +200,7 @@ final class ProcessFleet implements AutoCloseable {
 
     @Override
     public void close() throws InterruptedException {
+        closing = true;
         for (Process p : running.values()) {
             p.destroy();
         }
