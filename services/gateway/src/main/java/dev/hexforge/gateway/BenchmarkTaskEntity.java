@@ -30,4 +30,7 @@ class BenchmarkTaskEntity {
     Instant leaseUntil;
     @Column(name = "created_at")
     Instant createdAt;
+    /** Runners that lost the lease (stopped heartbeating) while running it. */
+    @Column(name = "lease_losses")
+    int leaseLosses;
 }

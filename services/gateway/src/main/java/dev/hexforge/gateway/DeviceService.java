@@ -2,6 +2,7 @@ package dev.hexforge.gateway;
 
 import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.DeviceMessages;
+import dev.hexforge.contracts.ErrorCode;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.contracts.Topics;
@@ -35,6 +36,7 @@ public class DeviceService {
     private final OutboxRepository outbox;
     private final OutboxRelay relay;
     private final Duration lease;
+    private final int maxLeaseLosses;
 
     DeviceService(DeviceRepository devices, BenchmarkTaskRepository tasks, OutboxRepository outbox, OutboxRelay relay,
                   GatewayProperties settings) {
@@ -43,6 +45,7 @@ public class DeviceService {
         this.outbox = outbox;
         this.relay = relay;
         this.lease = settings.deviceLease();
+        this.maxLeaseLosses = settings.maxAttempts();
     }
 
     /** Adds a device for the tenant and returns its token (shown once). */
@@ -213,16 +216,29 @@ public class DeviceService {
         return true;
     }
 
-    /** Tasks whose runner stopped heartbeating go back to the queue. */
+    /**
+     * Tasks whose runner stopped heartbeating go back to the queue; one that has lost {@code hexforge.max-attempts}
+     * runners that way (a bundle that crashes whoever runs it) fails its stage instead of being offered forever.
+     */
     @Scheduled(fixedDelayString = "${hexforge.device-lease-check-ms:2000}")
     @Transactional
     public void requeueExpired() {
         for (BenchmarkTaskEntity t : tasks.findByStateAndLeaseUntilBefore(BenchmarkTaskEntity.State.LEASED, Instant.now())) {
-            LOG.info("benchmark task {} lost its runner (lease expired); queued again", t.id);
             devices.findById(t.deviceId).filter(d -> t.id.equals(d.currentTask)).ifPresent(d -> d.currentTask = null);
-            t.state = BenchmarkTaskEntity.State.QUEUED;
             t.deviceId = null;
             t.leaseUntil = null;
+            t.leaseLosses++;
+            if (t.leaseLosses < maxLeaseLosses) {
+                LOG.info("benchmark task {} lost its runner (lease expired); queued again", t.id);
+                t.state = BenchmarkTaskEntity.State.QUEUED;
+                continue;
+            }
+            LOG.warn("benchmark task {} lost its runner {} times; its stage fails", t.id, t.leaseLosses);
+            t.state = BenchmarkTaskEntity.State.DONE;
+            emit(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, t.jobId.toString(), t.id.toString(), Stage.BENCHMARK, Instant.now(),
+                    ErrorCode.BENCHMARK_FAILED.error("the device runner stopped heartbeating while running this benchmark, "
+                            + t.leaseLosses + " times (a runner that crashes on the bundle does so); see the runners' logs"),
+                    Map.of()));
         }
     }
 

@@ -182,6 +182,28 @@ class FleetIntegrationTest {
     }
 
     @Test
+    void aBenchmarkTaskWhoseRunnersKeepDyingFailsItsStageInsteadOfBeingOfferedForever() throws Exception {
+        // a bundle that crashes the runner (found by FaultHarnessTest: a runner that died in ONNX Runtime took the task
+        // again after each restart, and the job never ended)
+        String crashing = runner("bench-crashing", "bench", "SM8750", List.of("ort-cpu"));
+        String spec = "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [export, benchmark]\nexport:\n  variant: static\n"
+                + "  seq: 32\n  ctx: 128\nbenchmark:\n  device: SM8750\n  promptLength: 16\n  newTokens: 4\n";
+        Reply created = call("POST", base, spec, "application/yaml", "bench");
+        assertEquals(201, created.status(), String.valueOf(created.body()));
+        String id = created.body().path("id").asText();
+        for (int lease = 1; lease <= 3; lease++) {
+            Reply leased = nextTask(crashing, 30);
+            assertEquals(200, leased.status(), "lease " + lease + " of the task");
+            // the runner dies with it: no heartbeat, no result, and its lease (3 s here) runs out
+        }
+        JsonNode job = awaitState(id, "bench", "completed", "failed");
+        assertEquals("failed", job.path("state").asText(), job.toString());
+        assertEquals("BENCHMARK_FAILED", job.path("error").path("code").asText(), job.toString());
+        assertTrue(job.path("error").path("message").asText().contains("3 times"), job.toString());
+        assertEquals(204, nextTask(crashing, 1).status(), "the task is not offered again");
+    }
+
+    @Test
     void anExportJobRunsThroughKafkaAndStoresItsArtifact() throws Exception {
         String spec = "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [export]\nexport:\n  variant: static\n  seq: 32\n  ctx: 128\n";
         Reply created = call("POST", base, spec, "application/yaml", "acme");

@@ -62,9 +62,10 @@ import static org.junit.jupiter.api.Assertions.fail;
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class FaultHarnessTest {
     static final ObjectMapper JSON = new ObjectMapper();
-    static final List<String> STAGES = List.of("finetune", "merge", "quantize", "export", "compile", "sign");
+    static final List<String> STAGES = List.of("finetune", "merge", "quantize", "export", "compile", "sign", "benchmark");
     static final Map<String, String> SERVICE_OF = Map.of("finetune", "finetune-service", "merge", "finetune-service",
-            "quantize", "quantize-service", "export", "export-service", "compile", "compile-service", "sign", "artifact-service");
+            "quantize", "quantize-service", "export", "export-service", "compile", "compile-service", "sign", "artifact-service",
+            "benchmark", "device-runner");
     static final Duration JOB_TIMEOUT = Duration.ofSeconds(240);
 
     final String secret = "faults-" + Long.toHexString(System.nanoTime());
@@ -170,15 +171,25 @@ class FaultHarnessTest {
                 Map.of(DeployedAsProcessesTest.SIGNING_KEY_FILE, key));
         // what the file leaves at defaults, shortened so a restarted consumer gets its partitions back in seconds
         // (a killed member's session must end first: 45 s by default) and a silent attempt is noticed sooner
+        // and a device runner that died mid-task loses its lease in 10 s (60 s by default)
         Map<String, String> tuning = Map.of("SPRING_APPLICATION_JSON", JSON.writeValueAsString(Map.of(
                 "spring.kafka.consumer.properties.session.timeout.ms", "6000",
                 "spring.kafka.consumer.properties.heartbeat.interval.ms", "1000",
-                "hexforge.worker.heartbeat", "1s")));
+                "hexforge.worker.heartbeat", "1s",
+                "hexforge.device-lease", "10s")));
         fleet = new ProcessFleet(dir, containers, Map.of(
                 "kafka:9092", "127.0.0.1:" + infra.kafkaPort,
                 "http://minio:9000", "http://127.0.0.1:" + infra.s3Port,
                 "jdbc:postgresql://postgres:5432/hexforge", infra.jdbcUrl()), tuning);
         gateway = fleet.awaitGateway(Duration.ofSeconds(180));
+        // the benchmark stage's device: this host, as `hexforge device add` and `hexforge-device-runner serve` set it up
+        String deviceToken = gateway.ok(gateway.send("POST", "/api/v1/devices", "{\"name\": \"harness-host\"}", "application/json"))
+                .path("token").asText();
+        Path trust = ProcessFleet.folder(dir, "secrets").resolve("fleet-key.pub.pem");
+        Files.writeString(trust, Keys.publicPem(signingKey.getPublic()));
+        fleet.add("device-runner", new ProcessFleet.Launch(dev.hexforge.devicerunner.Main.class,
+                List.of("serve", "--trust", trust.toString(), "--work", ProcessFleet.folder(dir, "device-runner-work").toString()),
+                Map.of("HEXFORGE_URL", "http://127.0.0.1:" + fleet.gatewayPort, "HEXFORGE_DEVICE_TOKEN", deviceToken)));
         store = new ArtifactStore("http://127.0.0.1:" + infra.s3Port, "hexforge", secret);
 
         Path archive = dir.resolve("qwen2-tiny.tar");
@@ -218,7 +229,7 @@ class FaultHarnessTest {
 
     @Order(1)
     @ParameterizedTest(name = "the {0} stage's service killed mid-stage")
-    @ValueSource(strings = {"finetune", "merge", "quantize", "export", "compile", "sign"})
+    @ValueSource(strings = {"finetune", "merge", "quantize", "export", "compile", "sign", "benchmark"})
     void aStageServiceKilledMidStageIsStartedAgainAndTheJobCompletes(String stage) throws Exception {
         String service = SERVICE_OF.get(stage);
         // warm stages take 0.2-1 s here: the kill follows the stage's first progress event on the job's stream at once,
@@ -435,6 +446,7 @@ class FaultHarnessTest {
                 }
             }
             assertEquals(STAGES, completed, "one completed attempt a stage: " + job);
+            assertEquals(1, attempt(job, "benchmark").path("report").path("results").size(), "one benchmark result: " + job);
         }
         Set<String> catalogued = new HashSet<>();
         for (String id : ids) {
@@ -452,8 +464,8 @@ class FaultHarnessTest {
         int pick = random.nextInt(5);
         switch (pick) {
             case 0 -> {
-                String service = List.of("finetune-service", "quantize-service", "export-service", "compile-service", "artifact-service")
-                        .get(random.nextInt(5));
+                String service = List.of("finetune-service", "quantize-service", "export-service", "compile-service", "artifact-service",
+                        "device-runner").get(random.nextInt(6));
                 fleet.kill(service);
                 fleet.start(service);
                 return "kill " + service;
@@ -544,9 +556,10 @@ class FaultHarnessTest {
     /** Submits a job as a client does (a 503 while something is away, or no answer, is tried again). */
     String submit() throws Exception {
         String spec = "{\"name\": \"faults\", \"model\": {\"upload\": \"" + modelUpload + "\"},"
-                + " \"stages\": [\"finetune\", \"merge\", \"quantize\", \"export\", \"compile\", \"sign\"],"
+                + " \"stages\": [\"finetune\", \"merge\", \"quantize\", \"export\", \"compile\", \"sign\", \"benchmark\"],"
                 + " \"finetune\": {\"data\": {\"upload\": \"" + dataUpload + "\"}, \"batch\": 4, \"accumulation\": 1, \"epochs\": 1},"
-                + " \"quantize\": {\"method\": \"rtn\", \"bits\": 8}, \"compile\": {\"target\": \"ort-qnn\"}}";
+                + " \"quantize\": {\"method\": \"rtn\", \"bits\": 8}, \"compile\": {\"target\": \"ort-qnn\"},"
+                + " \"benchmark\": {\"promptLength\": 16, \"newTokens\": 8}}";
         return patiently(() -> gateway.ok(gateway.send("POST", "/api/v1/jobs", spec, "application/json"))).path("id").asText();
     }
 
@@ -620,6 +633,7 @@ class FaultHarnessTest {
             }
         }
         assertEquals(STAGES, ran, "one attempt a stage");
+        assertEquals(1, attempt(job, "benchmark").path("report").path("results").size(), "one benchmark result (one backend asked)");
         assertEquals(accepted, catalogued(id), "the catalogue holds exactly the outputs the gateway accepted");
         assertEquals("completed", stream.awaitLastState(Duration.ofSeconds(30)), "the job's event stream ends with the job: " + stream.events);
         lastSignedArtifact = attempt(job, "sign").path("outputs").get(0).path("id").asText();

@@ -109,6 +109,12 @@ final class ProcessFleet implements AutoCloseable {
         policy.start();
     }
 
+    /** Another process of the deployment (a device runner, say), started now and handled like the services from then on. */
+    synchronized void add(String name, Launch launch) throws IOException {
+        launches.put(name, launch);
+        start(name);
+    }
+
     private void restartWhatExits() {
         while (!closing) {
             try {
@@ -139,10 +145,16 @@ final class ProcessFleet implements AutoCloseable {
     synchronized void start(String service) throws IOException {
         assertTrue(!running.containsKey(service) || !running.get(service).isAlive(), service + " runs already");
         killed.remove(service);
+        // the class path goes in an argument file, as a jib image's command line is short: with this test's 30 kB class
+        // path on the command line, ONNX Runtime's start-up overflowed a 1 MB thread stack (a silent SIGSEGV)
+        Path classPath = dir.resolve("classpath.args");
+        if (!Files.exists(classPath)) {
+            Files.writeString(classPath, "-cp \"" + System.getProperty("java.class.path").replace("\\", "\\\\") + "\"\n");
+        }
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--add-modules", "jdk.incubator.vector", "-XX:+UseParallelGC",
                 "-Xmx512m", // six JVMs share this machine (a container's default is a quarter of its memory)
-                "-cp", System.getProperty("java.class.path"), launches.get(service).main().getName()));
+                "@" + classPath, launches.get(service).main().getName()));
         cmd.addAll(launches.get(service).args());
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve(service + ".log").toFile()));
