@@ -190,6 +190,12 @@ class FaultHarnessTest {
         fleet.add("device-runner", new ProcessFleet.Launch(dev.hexforge.devicerunner.Main.class,
                 List.of("serve", "--trust", trust.toString(), "--work", ProcessFleet.folder(dir, "device-runner-work").toString()),
                 Map.of("HEXFORGE_URL", "http://127.0.0.1:" + fleet.gatewayPort, "HEXFORGE_DEVICE_TOKEN", deviceToken)));
+        long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+        while (!gateway.ok(gateway.send("GET", "/api/v1/devices", null, null)).path("devices").path(0).path("info").path("backends")
+                .toString().contains("ort-cpu")) { // a job with a benchmark stage is refused until a runner offers the backend
+            assertTrue(System.nanoTime() < deadline, "the device runner registered within 120 s\n" + fleet.logs());
+            Thread.sleep(250);
+        }
         store = new ArtifactStore("http://127.0.0.1:" + infra.s3Port, "hexforge", secret);
 
         Path archive = dir.resolve("qwen2-tiny.tar");
