@@ -32,7 +32,7 @@ public class ArtifactServiceApplication {
         org.springframework.kafka.listener.DefaultErrorHandler h = new org.springframework.kafka.listener.DefaultErrorHandler(
                 (record, ex) -> LOG.error("an accepted output of job {} was not catalogued", record.key(), ex),
                 new org.springframework.util.backoff.FixedBackOff(1_000, 2));
-        h.setBackOffFunction((record, ex) -> dependencyAway(ex) ? untilBack() : null);
+        h.setBackOffFunction((record, ex) -> dependencyAway(ex) ? dev.hexforge.web.DatabaseAway.untilBack() : null);
         return h;
     }
 
@@ -44,14 +44,6 @@ public class ArtifactServiceApplication {
             }
         }
         return dev.hexforge.web.DatabaseAway.in(e) || dev.hexforge.store.ArtifactStore.unreachable(e);
-    }
-
-    /** Tries again without end, 0.5 s, then 1, 2, 4 and 5 s apart. */
-    static org.springframework.util.backoff.BackOff untilBack() {
-        org.springframework.util.backoff.ExponentialBackOff b = new org.springframework.util.backoff.ExponentialBackOff(500, 2.0);
-        b.setMaxInterval(5_000);
-        b.setMaxElapsedTime(Long.MAX_VALUE);
-        return b;
     }
 
     public static void main(String[] args) {

@@ -63,16 +63,8 @@ class GatewayConfig {
         handler.addNotRetryableExceptions(IllegalArgumentException.class); // unreadable or inconsistent: the same every time
         // the database away is no fault of the event (and its job could not even be failed meanwhile): the event waits,
         // its offset uncommitted, until the database is back; later events of the partition wait behind it
-        handler.setBackOffFunction((record, ex) -> UnavailableFilter.dependencyAway(ex).isPresent() ? untilBack() : null);
+        handler.setBackOffFunction((record, ex) -> UnavailableFilter.dependencyAway(ex).isPresent() ? dev.hexforge.web.DatabaseAway.untilBack() : null);
         return handler;
-    }
-
-    /** Tries again without end, 0.5 s, then 1, 2, 4 and 5 s apart. */
-    static org.springframework.util.backoff.BackOff untilBack() {
-        org.springframework.util.backoff.ExponentialBackOff b = new org.springframework.util.backoff.ExponentialBackOff(500, 2.0);
-        b.setMaxInterval(5_000);
-        b.setMaxElapsedTime(Long.MAX_VALUE);
-        return b;
     }
 
     /** Requests whose path is not in plain form are refused before any other filter sees them. */

@@ -26,6 +26,17 @@ public final class DatabaseAway {
     }
 
     /**
+     * How a listener tries again while a dependency is away: without end, 0.5 s, then 1, 2, 4 and every 5 s (the gateway's
+     * stage events and the artifact service's catalogue both wait this way).
+     */
+    public static org.springframework.util.backoff.BackOff untilBack() {
+        org.springframework.util.backoff.ExponentialBackOff b = new org.springframework.util.backoff.ExponentialBackOff(500, 2.0);
+        b.setMaxInterval(5_000);
+        b.setMaxElapsedTime(Long.MAX_VALUE);
+        return b;
+    }
+
+    /**
      * SQLSTATE class 08 (connection exception), and the server shutting down (57P01 on a pooled connection when it
      * stops, 57P02 when it crashed) or still starting (57P03).
      */
