@@ -1,5 +1,6 @@
 package dev.hexforge.devicerunner;
 
+import dev.hexforge.contracts.DeviceMessages;
 import dev.hexforge.contracts.ErrorCode;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -32,6 +33,8 @@ public final class RunnerLoop implements Runnable, AutoCloseable {
         return t;
     });
     private volatile boolean stopped;
+    /** The task being run, named in each heartbeat (only the task named keeps its lease); null when idle. */
+    private volatile String running;
     private final List<java.security.PublicKey> trusted;
 
     /** @param trusted the fleet's public keys this runner accepts signatures from (pinned, never taken from the gateway) */
@@ -62,7 +65,7 @@ public final class RunnerLoop implements Runnable, AutoCloseable {
         }
         beats.scheduleWithFixedDelay(() -> {
             try {
-                gateway.send("POST", "/api/v1/runner/heartbeat", "{}", "application/json");
+                gateway.send("POST", "/api/v1/runner/heartbeat", write(new DeviceMessages.Heartbeat(running)), "application/json");
             } catch (RuntimeException ignored) {
                 // the gateway is away; the next beat tries again
             }
@@ -85,7 +88,13 @@ public final class RunnerLoop implements Runnable, AutoCloseable {
                 sleep(2000);
                 continue;
             }
-            Map<String, Object> outcome = execute(task);
+            running = task.path("taskId").asText();
+            Map<String, Object> outcome;
+            try {
+                outcome = execute(task);
+            } finally {
+                running = null;
+            }
             try {
                 gateway.send("POST", "/api/v1/runner/tasks/" + task.path("taskId").asText() + "/result", write(outcome), "application/json");
             } catch (RuntimeException e) {
@@ -124,14 +133,17 @@ public final class RunnerLoop implements Runnable, AutoCloseable {
         }
     }
 
-    /** The artifact of the stage before may still be being catalogued: a not-found is retried for half a minute. */
+    /**
+     * The artifact of the stage before may still be being catalogued: a not-found is retried for half a minute. The
+     * gateway or the storage away is waited out by the downloader itself.
+     */
     private ArtifactDownloader.Result download(String artifact, Path dir) {
         long deadline = System.nanoTime() + 30_000_000_000L;
         while (true) {
             try {
                 return new ArtifactDownloader(gateway).downloadPinned(artifact, dir, trusted, (p, d, n) -> { });
-            } catch (IllegalArgumentException e) {
-                if (!e.getMessage().contains("404") || System.nanoTime() > deadline) {
+            } catch (GatewayClient.GatewayException e) {
+                if (e.status() != 404 || System.nanoTime() > deadline) {
                     throw new ArtifactDownloader.DownloadException("fetching artifact " + artifact + ": " + e.getMessage(), e);
                 }
                 sleep(500);

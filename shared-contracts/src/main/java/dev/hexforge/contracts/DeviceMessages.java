@@ -22,6 +22,13 @@ public final class DeviceMessages {
                                 int newTokens) {
     }
 
+    /**
+     * A runner's heartbeat: the task it is running, or null when idle. Only the task named keeps its lease, so a
+     * runner started afresh on the same device token does not keep alive the task its dead predecessor held.
+     */
+    public record Heartbeat(String taskId) {
+    }
+
     /** A runner's answer to a task: per-backend results, or the error that stopped it. */
     public record BenchmarkOutcome(List<Map<String, Object>> results, StageEvents.StageError error) {
     }

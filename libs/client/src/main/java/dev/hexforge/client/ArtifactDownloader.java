@@ -26,11 +26,14 @@ import java.util.List;
  * {@code OUT.partial/} (resuming a file cut off earlier with an HTTP Range request, renewing a URL that expired),
  * each file's sha256 checked, then the OMS signature (and the provenance, when there is one) verified, then the
  * folder moved to {@code OUT}. A failed or interrupted download leaves {@code OUT.partial/} to resume from and never a
- * half-written {@code OUT}.
+ * half-written {@code OUT}. While the gateway or the storage is away (not reachable, or answering 502/503/504) the
+ * download waits and tries again, resuming, for up to its patience (two minutes unless told).
  */
 public final class ArtifactDownloader {
     private static final int TRIES = 4;
+    public static final java.time.Duration PATIENCE = java.time.Duration.ofMinutes(2);
     private final GatewayClient gateway;
+    private final java.time.Duration patience;
 
     /** What a finished download established. */
     public record Result(Path folder, String rootDigest, PublicKey key, String keyHint, boolean provenance, int files, long bytes,
@@ -43,7 +46,13 @@ public final class ArtifactDownloader {
     }
 
     public ArtifactDownloader(GatewayClient gateway) {
+        this(gateway, PATIENCE);
+    }
+
+    /** @param patience how long to keep trying while the gateway or the storage is away */
+    public ArtifactDownloader(GatewayClient gateway, java.time.Duration patience) {
         this.gateway = gateway;
+        this.patience = patience;
     }
 
     /** The staging folder a download of {@code out} writes to, and resumes from. */
@@ -59,7 +68,8 @@ public final class ArtifactDownloader {
      * {@code trusted}, whatever keys the gateway lists (a device runner's way: a compromised gateway cannot slip it a key).
      */
     public Result downloadPinned(String artifactId, Path out, List<PublicKey> trusted, Listener listener) {
-        String hint = gateway.ok(gateway.send("GET", "/api/v1/artifacts/" + artifactId, null, null)).path("signature").path("keyHint").asText();
+        String hint = patiently(() -> gateway.ok(gateway.send("GET", "/api/v1/artifacts/" + artifactId, null, null)))
+                .path("signature").path("keyHint").asText();
         PublicKey key = trusted.stream().filter(k -> Keys.hint(k).equals(hint)).findFirst().orElseThrow(() -> new VerificationException(
                 "artifact " + artifactId + " is signed with key " + hint + ", which is not among the keys this runner trusts ("
                         + String.join(", ", trusted.stream().map(Keys::hint).toList()) + ")"));
@@ -67,6 +77,41 @@ public final class ArtifactDownloader {
     }
 
     public Result download(String artifactId, Path out, PublicKey key, Listener listener) {
+        return patiently(() -> downloadOnce(artifactId, out, key, listener));
+    }
+
+    /**
+     * Runs the attempt again while it fails for want of the gateway or the storage, 0.5 s, 1, 2, 4 and then 5 s apart,
+     * for up to the patience; any other failure, and the last one, is thrown.
+     */
+    private <T> T patiently(java.util.function.Supplier<T> attempt) {
+        long start = System.nanoTime();
+        long pause = 500;
+        while (true) {
+            try {
+                return attempt.get();
+            } catch (GatewayClient.GatewayException | DownloadException e) {
+                boolean again = e instanceof GatewayClient.GatewayException g ? g.worthRetrying() : ((DownloadException) e).worthRetrying();
+                long waited = (System.nanoTime() - start) / 1_000_000;
+                if (!again) {
+                    throw e;
+                }
+                if (waited + pause > patience.toMillis()) {
+                    throw new DownloadException(e.getMessage() + " (still so after trying for " + waited / 1000 + " s; run the same command "
+                            + "again to resume)", e, true);
+                }
+            }
+            try {
+                Thread.sleep(pause);
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt();
+                throw new DownloadException("interrupted while waiting to try again", ie);
+            }
+            pause = Math.min(pause * 2, 5_000);
+        }
+    }
+
+    private Result downloadOnce(String artifactId, Path out, PublicKey key, Listener listener) {
         if (Files.exists(out)) {
             throw new DownloadException(out + " already exists; choose another --out or remove it");
         }
@@ -148,7 +193,14 @@ public final class ArtifactDownloader {
             if (have > 0) {
                 r.setRequestProperty("Range", "bytes=" + have + "-");
             }
-            int status = r.getResponseCode();
+            int status;
+            try {
+                status = r.getResponseCode();
+            } catch (IOException e) { // the storage not reachable: a moment, then the next try
+                last = e;
+                pauseBeforeTry(tryNo);
+                continue;
+            }
             if (status == 403) {
                 r.disconnect();
                 url = url(id, path); // the presigned URL expired: ask the gateway for a fresh one
@@ -174,6 +226,7 @@ public final class ArtifactDownloader {
                     }
                 } catch (IOException e) {
                     last = e; // keep what arrived; the next try resumes from there
+                    pauseBeforeTry(tryNo);
                     continue;
                 }
                 if (!append) {
@@ -182,7 +235,7 @@ public final class ArtifactDownloader {
             } else {
                 InputStream err = r.getErrorStream();
                 String body = err == null ? "" : new String(err.readAllBytes(), StandardCharsets.UTF_8);
-                throw new DownloadException("storage answered " + status + " for '" + path + "': " + body.strip());
+                throw new DownloadException("storage answered " + status + " for '" + path + "': " + body.strip(), null, status >= 500);
             }
             if (sha256 == null || (streamedDigest != null ? streamedDigest : FolderHasher.sha256(target)).equals(sha256)) {
                 return new Fetch(Files.size(target), resumedFrom, renewals, streamedDigest);
@@ -196,7 +249,15 @@ public final class ArtifactDownloader {
             resumedFrom = 0;
         }
         throw new DownloadException("'" + path + "' could not be fetched in " + TRIES + " tries"
-                + (last != null ? ": " + last.getMessage() : renewals > 0 ? " (its URL kept expiring)" : ""));
+                + (last != null ? ": " + last.getMessage() : renewals > 0 ? " (its URL kept expiring)" : ""), last, last != null);
+    }
+
+    private static void pauseBeforeTry(int tryNo) {
+        try {
+            Thread.sleep(250L << tryNo);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     private static java.security.MessageDigest sha256() {
@@ -233,12 +294,24 @@ public final class ArtifactDownloader {
 
     /** A download that could not finish; what arrived stays in the staging folder. */
     public static final class DownloadException extends RuntimeException {
+        private final boolean worthRetrying;
+
         public DownloadException(String message) {
-            super(message);
+            this(message, null, false);
         }
 
         public DownloadException(String message, Throwable cause) {
+            this(message, cause, false);
+        }
+
+        /** @param worthRetrying the storage or the network failed, not the artifact: the same download may succeed later */
+        public DownloadException(String message, Throwable cause, boolean worthRetrying) {
             super(message, cause);
+            this.worthRetrying = worthRetrying;
+        }
+
+        public boolean worthRetrying() {
+            return worthRetrying;
         }
     }
 }

@@ -27,6 +27,29 @@ public final class GatewayClient {
     public record Reply(int status, JsonNode body) {
     }
 
+    /**
+     * The gateway refused a request ({@link #status()} its HTTP status) or could not be reached (status 0). An
+     * IllegalArgumentException, as every client error here is, so a command prints its message.
+     */
+    public static final class GatewayException extends IllegalArgumentException {
+        private final int status;
+
+        GatewayException(int status, String message, Throwable cause) {
+            super(message, cause);
+            this.status = status;
+        }
+
+        /** The HTTP status, or 0 when no answer came. */
+        public int status() {
+            return status;
+        }
+
+        /** Not reachable, or answering 502/503/504: the same request may well succeed in a few seconds. */
+        public boolean worthRetrying() {
+            return status == 0 || status == 502 || status == 503 || status == 504;
+        }
+    }
+
     public GatewayClient(String base, String token) {
         this.base = base.endsWith("/") ? base.substring(0, base.length() - 1) : base;
         this.token = token;
@@ -92,9 +115,9 @@ public final class GatewayClient {
             HttpResponse<String> r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
             return new Reply(r.statusCode(), r.body().isBlank() ? JSON.createObjectNode() : JSON.readTree(r.body()));
         } catch (ConnectException e) {
-            throw new IllegalArgumentException("the gateway at " + base + " is not reachable: start it with `hexforge up` or set HEXFORGE_URL");
+            throw notReachable(e);
         } catch (IOException e) {
-            throw new IllegalArgumentException("talking to " + base + ": " + e.getMessage(), e);
+            throw new GatewayException(0, "talking to " + base + ": " + e.getMessage(), e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted", e);
@@ -133,7 +156,7 @@ public final class GatewayClient {
                 onEvent.accept(name[0], data.toString());
             }
         } catch (ConnectException e) {
-            throw new IllegalArgumentException("the gateway at " + base + " is not reachable: start it with `hexforge up` or set HEXFORGE_URL");
+            throw notReachable(e);
         } catch (IOException | java.io.UncheckedIOException e) {
             // the stream broke: the caller looks at the job and reconnects if it still runs
         } catch (InterruptedException e) {
@@ -152,9 +175,9 @@ public final class GatewayClient {
             HttpResponse<String> r = http.send(req, HttpResponse.BodyHandlers.ofString());
             return new Reply(r.statusCode(), r.body().isBlank() ? JSON.createObjectNode() : JSON.readTree(r.body()));
         } catch (ConnectException e) {
-            throw new IllegalArgumentException("the gateway at " + base + " is not reachable: start it with `hexforge up` or set HEXFORGE_URL");
+            throw notReachable(e);
         } catch (IOException e) {
-            throw new IllegalArgumentException("uploading to " + base + ": " + e.getMessage(), e);
+            throw new GatewayException(0, "uploading to " + base + ": " + e.getMessage(), e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted", e);
@@ -173,6 +196,10 @@ public final class GatewayClient {
         for (JsonNode p : r.body().path("problems")) {
             msg.append("\n  ").append(p.path("path").asText()).append(": ").append(p.path("message").asText());
         }
-        throw new IllegalArgumentException(msg.toString());
+        throw new GatewayException(r.status(), msg.toString(), null);
+    }
+
+    private GatewayException notReachable(ConnectException e) {
+        return new GatewayException(0, "the gateway at " + base + " is not reachable: start it with `hexforge up` or set HEXFORGE_URL", e);
     }
 }

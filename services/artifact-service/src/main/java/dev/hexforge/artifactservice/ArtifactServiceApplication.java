@@ -23,6 +23,15 @@ public class ArtifactServiceApplication {
     }
 
     /**
+     * The internal API answers 503 with Retry-After while the database or the object store is away (it was a 500, so
+     * the gateway passed a 500 on and a device runner fetching its bundle gave the benchmark up; found by the soak).
+     */
+    @org.springframework.context.annotation.Bean
+    org.springframework.boot.web.servlet.FilterRegistrationBean<dev.hexforge.web.UnavailableFilter> unavailableFilter() {
+        return dev.hexforge.web.UnavailableFilter.registration();
+    }
+
+    /**
      * Cataloguing an accepted output needs the database and the object store (its signature is stored there): while
      * either is away the event is tried again until it is back, its offset uncommitted, so no accepted output goes
      * uncatalogued (the sign stage waits for the rows). Any other failure, a defect, is tried twice more and logged.
@@ -32,18 +41,9 @@ public class ArtifactServiceApplication {
         org.springframework.kafka.listener.DefaultErrorHandler h = new org.springframework.kafka.listener.DefaultErrorHandler(
                 (record, ex) -> LOG.error("an accepted output of job {} was not catalogued", record.key(), ex),
                 new org.springframework.util.backoff.FixedBackOff(1_000, 2));
-        h.setBackOffFunction((record, ex) -> dependencyAway(ex) ? dev.hexforge.web.DatabaseAway.untilBack() : null);
+        h.setBackOffFunction((record, ex) -> dev.hexforge.web.UnavailableFilter.dependencyAway(ex).isPresent()
+                ? dev.hexforge.web.DatabaseAway.untilBack() : null);
         return h;
-    }
-
-    /** The database or the object store away for now, anywhere in the causes. */
-    static boolean dependencyAway(Throwable e) {
-        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            if (t instanceof org.springframework.transaction.CannotCreateTransactionException) {
-                return true;
-            }
-        }
-        return dev.hexforge.web.DatabaseAway.in(e) || dev.hexforge.store.ArtifactStore.unreachable(e);
     }
 
     public static void main(String[] args) {

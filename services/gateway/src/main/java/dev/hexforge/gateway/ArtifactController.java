@@ -70,6 +70,10 @@ class ArtifactController {
 
     @ExceptionHandler(ArtifactServiceClient.ArtifactServiceException.class)
     ResponseEntity<Map<String, Object>> failed(ArtifactServiceClient.ArtifactServiceException e) {
-        return ResponseEntity.status(e.status).body(e.body);
+        ResponseEntity.BodyBuilder b = ResponseEntity.status(e.status);
+        if (e.status == HttpStatus.SERVICE_UNAVAILABLE.value()) { // it is away, or its database or store is: worth trying again
+            b.header(HttpHeaders.RETRY_AFTER, String.valueOf(dev.hexforge.web.UnavailableFilter.RETRY_AFTER_SECONDS));
+        }
+        return b.body(e.body);
     }
 }

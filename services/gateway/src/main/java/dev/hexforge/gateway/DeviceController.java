@@ -75,8 +75,9 @@ class DeviceController {
     }
 
     @PostMapping("/api/v1/runner/heartbeat")
-    Map<String, Object> heartbeat(@RequestAttribute(TokenFilter.DEVICE_ATTRIBUTE) UUID device) {
-        devices.heartbeat(device);
+    Map<String, Object> heartbeat(@RequestBody(required = false) DeviceMessages.Heartbeat beat,
+                                  @RequestAttribute(TokenFilter.DEVICE_ATTRIBUTE) UUID device) {
+        devices.heartbeat(device, beat == null ? null : beat.taskId());
         return Map.of("ok", true);
     }
 

@@ -118,20 +118,29 @@ public class DeviceService {
         return d.isPresent();
     }
 
+    /**
+     * A runner starting up: a task its device still holds was its predecessor's, which died with it, so the task is
+     * let go at once (a lost lease, as if it had expired) instead of after the lease.
+     */
     @Transactional
     public void register(UUID device, DeviceMessages.DeviceInfo info) {
         DeviceEntity d = devices.findById(device).orElseThrow();
         d.info = ContractsJson.write(info);
         d.lastSeen = Instant.now();
         LOG.info("device {} ({}) registered: {}", d.name, d.tenant, info.backends());
+        if (d.currentTask != null) {
+            tasks.findById(d.currentTask).filter(t -> t.state == BenchmarkTaskEntity.State.LEASED && device.equals(t.deviceId))
+                    .ifPresent(t -> loseLease(t, "its runner started afresh"));
+            d.currentTask = null;
+        }
     }
 
-    /** Marks the runner alive and extends the lease of the task it runs. */
+    /** Marks the runner alive and extends the lease of the task it says it runs (none when it names none). */
     @Transactional
-    public void heartbeat(UUID device) {
+    public void heartbeat(UUID device, String runningTask) {
         DeviceEntity d = devices.findById(device).orElseThrow();
         d.lastSeen = Instant.now();
-        if (d.currentTask != null) {
+        if (d.currentTask != null && d.currentTask.toString().equals(runningTask)) {
             tasks.findById(d.currentTask).filter(t -> t.state == BenchmarkTaskEntity.State.LEASED && device.equals(t.deviceId))
                     .ifPresent(t -> {
                         t.leaseUntil = Instant.now().plus(lease);
@@ -225,21 +234,26 @@ public class DeviceService {
     public void requeueExpired() {
         for (BenchmarkTaskEntity t : tasks.findByStateAndLeaseUntilBefore(BenchmarkTaskEntity.State.LEASED, Instant.now())) {
             devices.findById(t.deviceId).filter(d -> t.id.equals(d.currentTask)).ifPresent(d -> d.currentTask = null);
-            t.deviceId = null;
-            t.leaseUntil = null;
-            t.leaseLosses++;
-            if (t.leaseLosses < maxLeaseLosses) {
-                LOG.info("benchmark task {} lost its runner (lease expired); queued again", t.id);
-                t.state = BenchmarkTaskEntity.State.QUEUED;
-                continue;
-            }
-            LOG.warn("benchmark task {} lost its runner {} times; its stage fails", t.id, t.leaseLosses);
-            t.state = BenchmarkTaskEntity.State.DONE;
-            emit(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, t.jobId.toString(), t.id.toString(), Stage.BENCHMARK, Instant.now(),
-                    ErrorCode.BENCHMARK_FAILED.error("the device runner stopped heartbeating while running this benchmark, "
-                            + t.leaseLosses + " times (a runner that crashes on the bundle does so); see the runners' logs"),
-                    Map.of()));
+            loseLease(t, "lease expired");
         }
+    }
+
+    /** The task's runner is gone: queued again, or, after {@code hexforge.max-attempts} such losses, its stage fails. */
+    private void loseLease(BenchmarkTaskEntity t, String why) {
+        t.deviceId = null;
+        t.leaseUntil = null;
+        t.leaseLosses++;
+        if (t.leaseLosses < maxLeaseLosses) {
+            LOG.info("benchmark task {} lost its runner ({}); queued again", t.id, why);
+            t.state = BenchmarkTaskEntity.State.QUEUED;
+            return;
+        }
+        LOG.warn("benchmark task {} lost its runner {} times; its stage fails", t.id, t.leaseLosses);
+        t.state = BenchmarkTaskEntity.State.DONE;
+        emit(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, t.jobId.toString(), t.id.toString(), Stage.BENCHMARK, Instant.now(),
+                ErrorCode.BENCHMARK_FAILED.error("the device runner stopped heartbeating (or started afresh) while running this benchmark, "
+                        + t.leaseLosses + " times (a runner that crashes on the bundle does so); see the runners' logs"),
+                Map.of()));
     }
 
     /** Cancels a queued or leased task (its job was cancelled or the attempt superseded). */

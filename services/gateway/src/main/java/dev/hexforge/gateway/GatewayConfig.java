@@ -63,7 +63,7 @@ class GatewayConfig {
         handler.addNotRetryableExceptions(IllegalArgumentException.class); // unreadable or inconsistent: the same every time
         // the database away is no fault of the event (and its job could not even be failed meanwhile): the event waits,
         // its offset uncommitted, until the database is back; later events of the partition wait behind it
-        handler.setBackOffFunction((record, ex) -> UnavailableFilter.dependencyAway(ex).isPresent() ? dev.hexforge.web.DatabaseAway.untilBack() : null);
+        handler.setBackOffFunction((record, ex) -> dev.hexforge.web.UnavailableFilter.dependencyAway(ex).isPresent() ? dev.hexforge.web.DatabaseAway.untilBack() : null);
         return handler;
     }
 
@@ -82,7 +82,7 @@ class GatewayConfig {
     org.springframework.boot.task.ThreadPoolTaskSchedulerCustomizer quietWhileAway() {
         java.util.concurrent.atomic.AtomicLong lastWarning = new java.util.concurrent.atomic.AtomicLong(System.nanoTime() - 61_000_000_000L);
         return scheduler -> scheduler.setErrorHandler(t -> {
-            java.util.Optional<String> what = UnavailableFilter.dependencyAway(t);
+            java.util.Optional<String> what = dev.hexforge.web.UnavailableFilter.dependencyAway(t);
             if (what.isPresent()) {
                 long now = System.nanoTime();
                 long last = lastWarning.get();
@@ -97,11 +97,8 @@ class GatewayConfig {
 
     /** Right after the firewall: a dependency away is a 503 with Retry-After, for the token check's reads too. */
     @Bean
-    org.springframework.boot.web.servlet.FilterRegistrationBean<UnavailableFilter> unavailableFilter() {
-        org.springframework.boot.web.servlet.FilterRegistrationBean<UnavailableFilter> f =
-                new org.springframework.boot.web.servlet.FilterRegistrationBean<>(new UnavailableFilter());
-        f.setOrder(dev.hexforge.web.RequestFirewall.ORDER + 1);
-        return f;
+    org.springframework.boot.web.servlet.FilterRegistrationBean<dev.hexforge.web.UnavailableFilter> unavailableFilter() {
+        return dev.hexforge.web.UnavailableFilter.registration();
     }
 
     /** The server folders a job may name as inputs (none unless the operator lists them); stage services check again. */

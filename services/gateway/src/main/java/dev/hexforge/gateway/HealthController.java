@@ -33,6 +33,6 @@ class HealthController {
             return ResponseEntity.ok(body);
         }
         return ResponseEntity.status(HttpStatus.SERVICE_UNAVAILABLE)
-                .header("Retry-After", String.valueOf(UnavailableFilter.RETRY_AFTER_SECONDS)).body(body);
+                .header("Retry-After", String.valueOf(dev.hexforge.web.UnavailableFilter.RETRY_AFTER_SECONDS)).body(body);
     }
 }

@@ -204,6 +204,41 @@ class FleetIntegrationTest {
     }
 
     @Test
+    void aRunnerStartedAfreshGetsTheTaskItsPredecessorHeldAtOnceAndHeartbeatsKeepOnlyTheTaskNamed() throws Exception {
+        // found by FaultHarnessTest: a runner killed mid-task and started again on the same token heartbeated, and the
+        // heartbeat extended the lease of the task its predecessor held, so the task was never offered again
+        String token = runner("bench-restarting", "planner", "SM8635", List.of("ort-cpu"));
+        String spec = "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [export, benchmark]\nexport:\n  variant: static\n"
+                + "  seq: 32\n  ctx: 128\nbenchmark:\n  device: SM8635\n  promptLength: 16\n  newTokens: 4\n";
+        Reply created = call("POST", base, spec, "application/yaml", "planner");
+        assertEquals(201, created.status(), String.valueOf(created.body()));
+        Reply first = nextTask(token, 60);
+        assertEquals(200, first.status(), "the benchmark task is leased");
+        String task = first.body().path("taskId").asText();
+        String heartbeat = base.replace("/jobs", "/runner/heartbeat");
+        for (int i = 0; i < 8; i++) { // 4 s, past the 3 s lease: heartbeats naming the task keep it
+            assertEquals(200, call("POST", heartbeat, "{\"taskId\": \"" + task + "\"}", "application/json", token).status());
+            Thread.sleep(500);
+        }
+        assertEquals(204, nextTask(token, 1).status(), "a task whose runner heartbeats for it is not offered again");
+        // the process dies and a new one starts on the same token: it registers, then heartbeats as idle
+        String info = JSON.writeValueAsString(new dev.hexforge.contracts.DeviceMessages.DeviceInfo("SM8635", "75", List.of("ort-cpu"),
+                8L << 30, "Android 15", "1.29.0", null));
+        assertEquals(200, call("POST", base.replace("/jobs", "/runner/register"), info, "application/json", token).status());
+        assertEquals(200, call("POST", heartbeat, "{\"taskId\": null}", "application/json", token).status());
+        long t0 = System.nanoTime();
+        Reply again = nextTask(token, 2);
+        assertEquals(200, again.status(), "the task is offered again at once, not after its lease");
+        assertEquals(task, again.body().path("taskId").asText());
+        assertTrue((System.nanoTime() - t0) / 1_000_000 < 1_500, "at once");
+        String outcome = "{\"results\": [{\"backend\": \"ort-cpu\", \"decodeTokensPerSecond\": 10.0}], \"error\": null}";
+        Reply done = call("POST", base.replace("/jobs", "/runner/tasks/" + task + "/result"), outcome, "application/json", token);
+        assertEquals(200, done.status(), String.valueOf(done.body()));
+        JsonNode job = awaitState(created.body().path("id").asText(), "planner", "completed", "failed");
+        assertEquals("completed", job.path("state").asText(), job.toString());
+    }
+
+    @Test
     void anExportJobRunsThroughKafkaAndStoresItsArtifact() throws Exception {
         String spec = "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [export]\nexport:\n  variant: static\n  seq: 32\n  ctx: 128\n";
         Reply created = call("POST", base, spec, "application/yaml", "acme");

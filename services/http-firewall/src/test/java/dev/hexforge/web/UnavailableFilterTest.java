@@ -1,4 +1,4 @@
-package dev.hexforge.gateway;
+package dev.hexforge.web;
 
 import org.junit.jupiter.api.Test;
 import org.springframework.mock.web.MockHttpServletRequest;

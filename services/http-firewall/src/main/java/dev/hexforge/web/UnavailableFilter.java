@@ -1,4 +1,4 @@
-package dev.hexforge.gateway;
+package dev.hexforge.web;
 
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.ServletException;
@@ -17,11 +17,12 @@ import java.util.Optional;
  * {@code Retry-After}, naming what is away, instead of a 500: clients can act on it (wait and retry), and nothing
  * was half-written (the transaction rolled back). The connection pool gives up after
  * {@code spring.datasource.hikari.connection-timeout} (1 s), so the answer comes within about a second. It wraps
- * every filter after the firewall, the token check (which reads the database) included.
+ * every filter after the firewall, the token check (which reads the database) included. The gateway and the artifact
+ * service both answer this way, so a gateway passing the artifact service's answer on passes a 503 on as a 503.
  */
-class UnavailableFilter extends OncePerRequestFilter {
+public class UnavailableFilter extends OncePerRequestFilter {
     private static final Logger LOG = LoggerFactory.getLogger(UnavailableFilter.class);
-    static final int RETRY_AFTER_SECONDS = 5;
+    public static final int RETRY_AFTER_SECONDS = 5;
 
     /** A device's long poll finishes on an async dispatch: that one too. */
     @Override
@@ -51,14 +52,13 @@ class UnavailableFilter extends OncePerRequestFilter {
     }
 
     /** What is away, when the failure (anywhere in its causes) is a dependency that cannot be reached. */
-    static Optional<String> dependencyAway(Throwable e) {
+    public static Optional<String> dependencyAway(Throwable e) {
         if (dev.hexforge.web.DatabaseAway.in(e)) {
             return Optional.of("the database");
         }
         for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
             if (t instanceof org.springframework.transaction.CannotCreateTransactionException
-                    || t instanceof org.springframework.dao.DataAccessResourceFailureException
-                    || t instanceof org.hibernate.exception.JDBCConnectionException) {
+                    || t instanceof org.springframework.dao.DataAccessResourceFailureException) {
                 return Optional.of("the database");
             }
             if (t instanceof dev.hexforge.store.ArtifactStore.StoreException && dev.hexforge.store.ArtifactStore.unreachable(t)) {
@@ -79,5 +79,13 @@ class UnavailableFilter extends OncePerRequestFilter {
     private static String rootMessage(Throwable e) {
         Throwable t = rootCause(e);
         return t.getMessage() == null ? t.getClass().getSimpleName() : t.getMessage();
+    }
+
+    /** Registered right after the firewall, on every dispatch (a long poll finishes on an async one). */
+    public static org.springframework.boot.web.servlet.FilterRegistrationBean<UnavailableFilter> registration() {
+        org.springframework.boot.web.servlet.FilterRegistrationBean<UnavailableFilter> f =
+                new org.springframework.boot.web.servlet.FilterRegistrationBean<>(new UnavailableFilter());
+        f.setOrder(RequestFirewall.ORDER + 1);
+        return f;
     }
 }
