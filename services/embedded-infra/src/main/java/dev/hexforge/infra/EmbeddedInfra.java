@@ -18,6 +18,25 @@ public final class EmbeddedInfra implements AutoCloseable {
             return new Ports(free(), free(), free(), free());
         }
 
+        /**
+         * A free port for a server a test stops and starts again on the same port: below the ephemeral range (32768 and
+         * up on Linux), because while the server is down a client reconnecting to that port from an ephemeral port can
+         * be given the same port and connect to itself (TCP simultaneous open), and then holds the port the server
+         * needs.
+         */
+        public static int restartable() {
+            java.util.Random random = new java.util.Random();
+            for (int tries = 0; tries < 100; tries++) {
+                int port = 20_000 + random.nextInt(12_000);
+                try (java.net.ServerSocket s = new java.net.ServerSocket(port, 1, java.net.InetAddress.getLoopbackAddress())) {
+                    return port;
+                } catch (java.io.IOException taken) {
+                    // try another
+                }
+            }
+            throw new IllegalStateException("no free port between 20000 and 32000");
+        }
+
         /** A port the OS reports free right now. */
         public static int free() {
             try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {

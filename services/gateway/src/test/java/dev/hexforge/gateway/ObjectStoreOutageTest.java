@@ -47,7 +47,7 @@ class ObjectStoreOutageTest {
     @BeforeAll
     static void start(FleetInfra.Endpoints infra) throws Exception {
         dir = Files.createTempDirectory("hexforge-s3-outage");
-        port = EmbeddedInfra.Ports.free();
+        port = EmbeddedInfra.Ports.restartable(); // stopped and started again on it
         s3 = EmbeddedS3.start(dir.resolve("s3"), port, "outage", "outage-secret");
         gateway = new SpringApplicationBuilder(GatewayApplication.class).run("--server.port=0",
                 "--spring.kafka.bootstrap-servers=" + infra.kafka(), "--spring.datasource.url=" + infra.jdbcUrl(),

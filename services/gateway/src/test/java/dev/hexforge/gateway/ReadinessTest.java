@@ -40,7 +40,7 @@ class ReadinessTest {
 
     @Test
     void anObjectStoreThatStopsIsDownWithinTwoSecondsAndUpAgainWhenItIsBack(FleetInfra.Endpoints infra) {
-        int port = EmbeddedInfra.Ports.free();
+        int port = EmbeddedInfra.Ports.restartable(); // stopped and started again on it
         EmbeddedS3 s3 = EmbeddedS3.start(dir.resolve("s3"), port, "k", "secret-key");
         try (HikariDataSource db = database(infra.jdbcUrl(), infra.dbUser(), infra.dbPassword());
              Readiness r = new Readiness(db, Map.of("bootstrap.servers", infra.kafka()), new ArtifactStore(s3.endpoint(), "k", "secret-key"))) {

@@ -177,7 +177,7 @@ class StageWorkerTest {
 
     @Test
     void anOutputIsStoredOnceTheObjectStoreIsBackAndAStoreAwayTooLongFailsTheAttemptNamingIt() throws Exception {
-        int port = EmbeddedInfra.Ports.free();
+        int port = EmbeddedInfra.Ports.restartable(); // stopped and started again on it
         java.util.concurrent.atomic.AtomicReference<EmbeddedS3> s3 = new java.util.concurrent.atomic.AtomicReference<>(
                 EmbeddedS3.start(dir.resolve("s3"), port, "hexforge", "secret-key-123"));
         try {

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.hexforge.client.ArtifactDownloader;
 import dev.hexforge.client.GatewayClient;
+import dev.hexforge.infra.EmbeddedInfra;
 import dev.hexforge.infra.EmbeddedKafka;
 import dev.hexforge.infra.EmbeddedPostgres;
 import dev.hexforge.infra.EmbeddedS3;
@@ -84,10 +85,10 @@ class FaultHarnessTest {
 
     /** Kafka, PostgreSQL and S3, each stopped and started again on its own ports with its data kept, as a restarted container is. */
     final class Infra implements AutoCloseable {
-        final int kafkaPort = ProcessFleet.serverPort();
-        final int controllerPort = ProcessFleet.serverPort();
-        final int pgPort = ProcessFleet.serverPort();
-        final int s3Port = ProcessFleet.serverPort();
+        final int kafkaPort = EmbeddedInfra.Ports.restartable();
+        final int controllerPort = EmbeddedInfra.Ports.restartable();
+        final int pgPort = EmbeddedInfra.Ports.restartable();
+        final int s3Port = EmbeddedInfra.Ports.restartable();
         EmbeddedKafka kafka;
         EmbeddedPostgres pg;
         EmbeddedS3 s3;

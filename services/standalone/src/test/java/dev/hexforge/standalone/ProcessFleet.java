@@ -6,6 +6,7 @@ import dev.hexforge.compileservice.CompileServiceApplication;
 import dev.hexforge.exportservice.ExportServiceApplication;
 import dev.hexforge.finetuneservice.FinetuneServiceApplication;
 import dev.hexforge.gateway.GatewayApplication;
+import dev.hexforge.infra.EmbeddedInfra;
 import dev.hexforge.quantizeservice.QuantizeServiceApplication;
 
 import java.io.IOException;
@@ -62,8 +63,8 @@ final class ProcessFleet implements AutoCloseable {
     private final java.util.Set<String> killed = new java.util.HashSet<>();
     private final List<String> restartedByPolicy = new ArrayList<>();
     private volatile boolean closing;
-    final int gatewayPort = serverPort();
-    final int artifactPort = serverPort();
+    final int gatewayPort = EmbeddedInfra.Ports.restartable();
+    final int artifactPort = EmbeddedInfra.Ports.restartable();
     private final Path tokenFile;
 
     /**
@@ -254,19 +255,6 @@ final class ProcessFleet implements AutoCloseable {
      * again: while it is down, a client connecting to a port in that range can be given the same port as its own end
      * and connect to itself (TCP simultaneous open), holding the port so the server cannot listen there again.
      */
-    static int serverPort() {
-        java.util.Random random = new java.util.Random();
-        for (int tries = 0; tries < 100; tries++) {
-            int port = 20_000 + random.nextInt(12_000);
-            try (java.net.ServerSocket s = new java.net.ServerSocket(port, 1, java.net.InetAddress.getLoopbackAddress())) {
-                return port;
-            } catch (IOException taken) {
-                // try another
-            }
-        }
-        throw new IllegalStateException("no free port between 20000 and 32000");
-    }
-
     static boolean healthy(int port) {
         try {
             return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/api/v1/health")).build(),
