@@ -73,6 +73,9 @@ final class ProcessFleet implements AutoCloseable {
      */
     ProcessFleet(Path dir, List<Container> containers, Map<String, String> infraHosts, Map<String, String> extra) throws IOException {
         this.dir = dir;
+        // a test JVM stopped before close() (a benchmark run interrupted) leaves no service running on its own
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> ProcessHandle.current().descendants().forEach(ProcessHandle::destroyForcibly),
+                "process-fleet-reaper"));
         assertEquals(MAIN.keySet(), containers.stream().map(Container::service).collect(java.util.stream.Collectors.toSet()),
                 "the file runs every service image");
         Map<String, String> hosts = new LinkedHashMap<>(infraHosts); // the file's service addresses -> where they run here
