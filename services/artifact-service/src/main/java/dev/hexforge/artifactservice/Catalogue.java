@@ -70,11 +70,7 @@ class Catalogue {
     }
 
     private boolean signed(String sigKey) {
-        try {
-            return store.exists(sigKey);
-        } catch (Exception e) {
-            throw new ArtifactStore.StoreException("checking " + sigKey + ": " + e.getMessage(), e);
-        }
+        return store.exists(sigKey);
     }
 
     /**

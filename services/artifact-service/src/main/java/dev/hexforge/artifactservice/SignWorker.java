@@ -53,7 +53,7 @@ class SignWorker extends StageWorker {
                     a.spec().sign().provenance() ? facts(a, a.model(), false) : null);
             outputs.add(a.storeOutput(signed, "hf-model"));
         }
-        if (a.spec().sign().provenance() && !catalogue.awaitCatalogued(folders, Duration.ofSeconds(30))) {
+        if (a.spec().sign().provenance() && !a.whileAway(() -> catalogue.awaitCatalogued(folders, Duration.ofSeconds(30)))) {
             // the provenance names the job's earlier artifacts from the catalogue, which takes them as the gateway accepts them
             LOG.warn("sign attempt {}: the outputs of the stage before are not catalogued yet; the provenance names what is", req.attemptId());
         }
@@ -74,10 +74,11 @@ class SignWorker extends StageWorker {
         List<Map<String, Object>> rows = new ArrayList<>();
         // a job's signed outputs are catalogued before its completion is reported, so they can be downloaded the moment
         // the job completes; an attempt the gateway fenced off meanwhile (superseded) is signed but not catalogued
-        boolean fenced = store().keysUnder(ArtifactStore.attemptPrefix(req.attemptId())).contains(ArtifactStore.cancelledKey(req.attemptId()));
+        boolean fenced = a.whileAway(() -> store().keysUnder(ArtifactStore.attemptPrefix(req.attemptId())))
+                .contains(ArtifactStore.cancelledKey(req.attemptId()));
         for (StageEvents.ArtifactRef out : outputs) {
-            Catalogue.Signed signed = fenced ? catalogue.sign(out)
-                    : catalogue.signed(catalogue.register(req.tenant(), req.jobId(), req.attemptId(), Stage.SIGN.id(), out));
+            Catalogue.Signed signed = a.whileAway(() -> fenced ? catalogue.sign(out)
+                    : catalogue.signed(catalogue.register(req.tenant(), req.jobId(), req.attemptId(), Stage.SIGN.id(), out)));
             Map<String, Object> r = new LinkedHashMap<>();
             r.put("rootDigest", signed.rootDigest());
             r.put("keyHint", signed.keyHint());
@@ -92,6 +93,12 @@ class SignWorker extends StageWorker {
         return a.completed(outputs, report);
     }
 
+    /** The object store, and this service's database too: a sign attempt waits for either while it is away. */
+    @Override
+    protected boolean away(Throwable e) {
+        return dev.hexforge.web.UnavailableFilter.dependencyAway(e).isPresent();
+    }
+
     /**
      * What the provenance states: the spec; the base model (a folder's OMS root digest, an upload's sha256), the
      * training and calibration data the job read, and every earlier artifact of the job by its OMS root digest; the
@@ -99,7 +106,7 @@ class SignWorker extends StageWorker {
      */
     private Provenance.Facts facts(Attempt a, Path folder, boolean built) {
         StageEvents.StageRequest req = a.request();
-        List<ArtifactEntity> earlier = artifacts.findByJobIdOrderByCreatedAtAsc(UUID.fromString(req.jobId()));
+        List<ArtifactEntity> earlier = a.whileAway(() -> artifacts.findByJobIdOrderByCreatedAtAsc(UUID.fromString(req.jobId())));
         JobSpec spec = req.spec();
         Map<String, String> materials = new LinkedHashMap<>();
         JobSpec.Input model = spec.model();

@@ -225,7 +225,7 @@ public final class ArtifactStore {
         }
     }
 
-    public boolean exists(String key) throws Exception {
+    public boolean exists(String key) {
         try {
             client.statObject(StatObjectArgs.builder().bucket(BUCKET).object(key).build());
             return true;
@@ -233,7 +233,9 @@ public final class ArtifactStore {
             if ("NoSuchKey".equals(e.errorResponse().code()) || "NoSuchObject".equals(e.errorResponse().code())) {
                 return false;
             }
-            throw e;
+            throw new StoreException("checking " + key + ": " + e.getMessage(), e);
+        } catch (Exception e) { // a StoreException, so a store that does not answer counts as away (unreachable)
+            throw new StoreException("checking " + key + ": " + e.getMessage(), e);
         }
     }
 

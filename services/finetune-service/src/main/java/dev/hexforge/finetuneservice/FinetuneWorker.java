@@ -31,6 +31,7 @@ import java.util.Map;
  */
 @Component
 class FinetuneWorker extends StageWorker {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(FinetuneWorker.class);
 
     FinetuneWorker(KafkaTemplate<String, String> kafka, ArtifactStore store, StageServiceProperties settings) {
         super(Stage.FINETUNE, kafka, store, settings.workDir(), Duration.ofSeconds(3));
@@ -49,7 +50,10 @@ class FinetuneWorker extends StageWorker {
     protected StageEvents.Completed run(Attempt a) throws Exception {
         JobSpec.Finetune f = a.spec().finetune();
         Path out = work().resolve("jobs").resolve(a.request().jobId()).resolve("adapter");
-        restoreCheckpoint(a.request().jobId(), out);
+        a.whileAway(() -> {
+            restoreCheckpoint(a.request().jobId(), out);
+            return null;
+        });
         FinetunePass.Inputs in = new FinetunePass.Inputs(a.model(), a.input("finetune.data", f.data()),
                 f.evalData() == null ? null : a.input("finetune.evalData", f.evalData()));
         FinetunePass.Result r = FinetunePass.run(in, FinetunePass.options(f), out, new TrainingListener() {
@@ -69,8 +73,18 @@ class FinetuneWorker extends StageWorker {
 
             @Override
             public void onCheckpoint(int step, Path dir) {
-                ArtifactStore.StoredFolder stored = store().putFolder(dir);
-                store().putJson(checkpointMarker(a.request().jobId()), Map.of("step", step, "sha256", stored.sha256()));
+                // the mirror lets another worker resume the job; the training itself needs only the local checkpoint, so
+                // a store away longer than the retry window costs a resumed job some steps, not this attempt
+                try {
+                    a.whileAway(() -> {
+                        ArtifactStore.StoredFolder stored = store().putFolder(dir);
+                        store().putJson(checkpointMarker(a.request().jobId()), Map.of("step", step, "sha256", stored.sha256()));
+                        return null;
+                    });
+                } catch (ArtifactStore.StoreException e) {
+                    LOG.warn("finetune attempt {}: checkpoint of step {} not mirrored to the store: {}", a.request().attemptId(), step,
+                            e.getMessage());
+                }
             }
         });
         StageEvents.ArtifactRef ref = a.storeOutput(r.adapter(), FinetunePass.KIND);
@@ -79,12 +93,14 @@ class FinetuneWorker extends StageWorker {
     }
 
     /** Brings back the job's last training checkpoint from the store when this worker has none of its own. */
-    private void restoreCheckpoint(String jobId, Path out) throws Exception {
+    private void restoreCheckpoint(String jobId, Path out) {
         if (TrainingCheckpoint.hasAny(out) || !store().exists(checkpointMarker(jobId))) {
             return;
         }
-        JsonNode marker = ContractsJson.MAPPER.readTree(store().getBytes(checkpointMarker(jobId)));
+        JsonNode marker = ContractsJson.read(new String(store().getBytes(checkpointMarker(jobId)), java.nio.charset.StandardCharsets.UTF_8),
+                JsonNode.class);
         Path dir = TrainingCheckpoint.folder(out, marker.path("step").asInt());
+        Folders.deleteQuietly(dir); // a try cut short leaves files behind
         store().getFolder(marker.path("sha256").asText(), dir);
     }
 

@@ -138,6 +138,15 @@ class FleetIntegrationTest {
         return token;
     }
 
+    /** The tiny model exported (static) and benchmarked on a device or SoC, for the tenant; returns the job's id. */
+    static String benchmarkJob(String tenant, String device) throws Exception {
+        String spec = "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [export, benchmark]\nexport:\n  variant: static\n"
+                + "  seq: 32\n  ctx: 128\nbenchmark:\n  device: " + device + "\n  promptLength: 16\n  newTokens: 4\n";
+        Reply created = call("POST", base, spec, "application/yaml", tenant);
+        assertEquals(201, created.status(), String.valueOf(created.body()));
+        return created.body().path("id").asText();
+    }
+
     static Reply nextTask(String deviceToken, int waitSeconds) throws Exception {
         return call("GET", base.replace("/jobs", "/runner/tasks/next?wait=" + waitSeconds), null, null, deviceToken);
     }
@@ -186,11 +195,7 @@ class FleetIntegrationTest {
         // a bundle that crashes the runner (found by FaultHarnessTest: a runner that died in ONNX Runtime took the task
         // again after each restart, and the job never ended)
         String crashing = runner("bench-crashing", "bench", "SM8750", List.of("ort-cpu"));
-        String spec = "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [export, benchmark]\nexport:\n  variant: static\n"
-                + "  seq: 32\n  ctx: 128\nbenchmark:\n  device: SM8750\n  promptLength: 16\n  newTokens: 4\n";
-        Reply created = call("POST", base, spec, "application/yaml", "bench");
-        assertEquals(201, created.status(), String.valueOf(created.body()));
-        String id = created.body().path("id").asText();
+        String id = benchmarkJob("bench", "SM8750");
         for (int lease = 1; lease <= 3; lease++) {
             Reply leased = nextTask(crashing, 30);
             assertEquals(200, leased.status(), "lease " + lease + " of the task");
@@ -208,10 +213,7 @@ class FleetIntegrationTest {
         // found by FaultHarnessTest: a runner killed mid-task and started again on the same token heartbeated, and the
         // heartbeat extended the lease of the task its predecessor held, so the task was never offered again
         String token = runner("bench-restarting", "planner", "SM8635", List.of("ort-cpu"));
-        String spec = "model:\n  path: " + Fixtures.qwen2Tiny() + "\nstages: [export, benchmark]\nexport:\n  variant: static\n"
-                + "  seq: 32\n  ctx: 128\nbenchmark:\n  device: SM8635\n  promptLength: 16\n  newTokens: 4\n";
-        Reply created = call("POST", base, spec, "application/yaml", "planner");
-        assertEquals(201, created.status(), String.valueOf(created.body()));
+        String id = benchmarkJob("planner", "SM8635");
         Reply first = nextTask(token, 60);
         assertEquals(200, first.status(), "the benchmark task is leased");
         String task = first.body().path("taskId").asText();
@@ -234,7 +236,7 @@ class FleetIntegrationTest {
         String outcome = "{\"results\": [{\"backend\": \"ort-cpu\", \"decodeTokensPerSecond\": 10.0}], \"error\": null}";
         Reply done = call("POST", base.replace("/jobs", "/runner/tasks/" + task + "/result"), outcome, "application/json", token);
         assertEquals(200, done.status(), String.valueOf(done.body()));
-        JsonNode job = awaitState(created.body().path("id").asText(), "planner", "completed", "failed");
+        JsonNode job = awaitState(id, "planner", "completed", "failed");
         assertEquals("completed", job.path("state").asText(), job.toString());
     }
 

@@ -53,7 +53,7 @@ public class UnavailableFilter extends OncePerRequestFilter {
 
     /** What is away, when the failure (anywhere in its causes) is a dependency that cannot be reached. */
     public static Optional<String> dependencyAway(Throwable e) {
-        if (dev.hexforge.web.DatabaseAway.in(e)) {
+        if (DatabaseAway.in(e)) {
             return Optional.of("the database");
         }
         for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {

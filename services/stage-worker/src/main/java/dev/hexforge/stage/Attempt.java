@@ -46,6 +46,13 @@ public interface Attempt {
 
     ArtifactStore store();
 
+    /**
+     * Runs a call to the object store (or to the service's own database, where it has one) and tries it again while
+     * that is away, for the worker's store-retry window (60 s by default), the progress saying why the attempt waits;
+     * any other failure, or one that lasts longer, is thrown. The call must be safe to repeat.
+     */
+    <T> T whileAway(java.util.function.Supplier<T> call);
+
     /** Stores a folder content-addressed and describes it as this stage's output of the given kind. */
     StageEvents.ArtifactRef storeOutput(Path folder, String kind);
 

@@ -212,6 +212,14 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
         return ErrorCode.INTERNAL.error(message(e));
     }
 
+    /**
+     * Whether a failure is a dependency away for now, to wait for rather than fail the attempt over: the object store
+     * not answering. A service with a database of its own adds that.
+     */
+    protected boolean away(Throwable e) {
+        return ArtifactStore.unreachable(e);
+    }
+
     protected static String message(Exception e) {
         return e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
     }
@@ -332,8 +340,8 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
         for (long pause = 500; ; pause = Math.min(5_000, pause * 2)) {
             try {
                 return transfer.get();
-            } catch (ArtifactStore.StoreException e) {
-                if (!ArtifactStore.unreachable(e) || System.nanoTime() + pause * 1_000_000 > deadline) {
+            } catch (RuntimeException e) {
+                if (!away(e) || System.nanoTime() + pause * 1_000_000 > deadline) {
                     throw e;
                 }
                 waiting.run();
@@ -624,6 +632,11 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
         /** A transfer with the object store, tried again while it does not answer; the progress says why the attempt waits. */
         private <T> T retrying(java.util.function.Supplier<T> transfer) {
             return whileStoreAway(transfer, () -> progress(-1, "the object store does not answer; trying again", Map.of(), true));
+        }
+
+        @Override
+        public <T> T whileAway(java.util.function.Supplier<T> call) {
+            return whileStoreAway(call, () -> progress(-1, "a service this stage needs does not answer; trying again", Map.of(), true));
         }
 
         @Override

@@ -26,6 +26,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class StageWorkerTest {
@@ -84,6 +86,54 @@ class StageWorkerTest {
             Files.writeString(out.resolve("model.onnx"), "weights");
             return a.completed(List.of(a.storeOutput(out, "onnx-dynamic")), Map.of());
         }
+    }
+
+    /** A service whose own database counts as a dependency to wait for (the artifact service's sign stage). */
+    static final class WithADatabase extends StageWorker {
+        WithADatabase(Path work) {
+            super(Stage.SIGN, null, null, work, Duration.ofMillis(1));
+        }
+
+        @Override
+        protected StageEvents.Completed run(Attempt a) {
+            throw new UnsupportedOperationException();
+        }
+
+        @Override
+        protected boolean away(Throwable e) {
+            return e.getCause() instanceof java.sql.SQLTransientConnectionException;
+        }
+    }
+
+    @Test
+    void whatAServiceCountsAsAwayIsWaitedForWithinTheWindowAndNothingElseIs(@org.junit.jupiter.api.io.TempDir Path work) {
+        // found by the 1000-job soak: the sign stage failed INTERNAL when its database restarted mid-attempt
+        WithADatabase worker = new WithADatabase(work);
+        java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicInteger waits = new java.util.concurrent.atomic.AtomicInteger();
+        RuntimeException dbAway = new RuntimeException("could not open a connection", new java.sql.SQLTransientConnectionException("pool timeout"));
+        String got = worker.whileStoreAway(() -> {
+            if (calls.incrementAndGet() <= 2) {
+                throw dbAway;
+            }
+            return "catalogued";
+        }, waits::incrementAndGet);
+        assertEquals("catalogued", got);
+        assertEquals(3, calls.get());
+        assertEquals(2, waits.get(), "the attempt said it waits, each time");
+
+        calls.set(0);
+        IllegalStateException bug = new IllegalStateException("a bug");
+        assertSame(bug, assertThrows(IllegalStateException.class, () -> worker.whileStoreAway(() -> {
+            calls.incrementAndGet();
+            throw bug;
+        }, () -> { })));
+        assertEquals(1, calls.get(), "another failure is not tried again");
+
+        worker.storeRetry = Duration.ofMillis(800);
+        assertSame(dbAway, assertThrows(RuntimeException.class, () -> worker.whileStoreAway(() -> {
+            throw dbAway;
+        }, () -> { })), "away for longer than the window: its failure is thrown");
     }
 
     static String request(String attempt) {

@@ -450,6 +450,7 @@ class FaultHarnessTest {
         Set<String> accepted = new HashSet<>();
         int attempts = 0;
         List<String> wrong = new ArrayList<>(); // jobs that did not end as they must, each with why
+        Map<String, Integer> failedBy = new java.util.TreeMap<>(); // "failed CODE in STAGE" -> jobs
         for (String id : ids) {
             JsonNode job = job(id);
             List<String> completed = new ArrayList<>();
@@ -462,6 +463,8 @@ class FaultHarnessTest {
             }
             if (!job.path("state").asText().equals("completed")) {
                 wrong.add(id + " ended " + job.path("state").asText() + ": " + job.path("error"));
+                failedBy.merge(job.path("state").asText() + " " + job.path("error").path("code").asText() + " in "
+                        + job.path("stages").get(job.path("stages").size() - 1).path("stage").asText(), 1, Integer::sum);
             } else if (!completed.equals(STAGES)) {
                 wrong.add(id + " completed with the completed attempts " + completed);
             } else if (attempt(job, "benchmark").path("report").path("results").size() != 1) {
@@ -474,9 +477,9 @@ class FaultHarnessTest {
         }
         List<Long> sorted = recoveries.stream().sorted().toList();
         // printed whatever the outcome, so a failed soak still says how far it got
-        System.out.printf("SOAK jobs=%d clients=%d seed=%d wall=%ds completed-as-required=%d attempts=%d outputs=%d catalogued=%d "
-                        + "faults=%s restarted-by-policy=%s recovery-ms median=%d max=%d%n",
-                jobs, clients, seed, wallS, jobs - wrong.size(), attempts, accepted.size(), catalogued.size(), injected,
+        System.out.printf("SOAK jobs=%d clients=%d seed=%d wall=%ds completed-as-required=%d not-ended-as-required=%s attempts=%d "
+                        + "outputs=%d catalogued=%d faults=%s restarted-by-policy=%s recovery-ms median=%d max=%d%n",
+                jobs, clients, seed, wallS, jobs - wrong.size(), failedBy, attempts, accepted.size(), catalogued.size(), injected,
                 fleet.restartedByPolicy(), sorted.isEmpty() ? 0 : sorted.get(sorted.size() / 2), sorted.isEmpty() ? 0 : sorted.get(sorted.size() - 1));
         assertTrue(wrong.isEmpty(), wrong.size() + " of " + jobs + " jobs did not complete with one completed attempt a stage and one "
                 + "benchmark result: " + wrong.subList(0, Math.min(5, wrong.size())));
