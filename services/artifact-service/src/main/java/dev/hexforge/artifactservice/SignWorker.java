@@ -66,7 +66,10 @@ class SignWorker extends StageWorker {
             }
             Path folder = n == 0 ? a.model() : a.dir().resolve("in").resolve("model-" + n);
             if (n > 0) {
-                store().getFolder(in.sha256(), folder);
+                a.whileAway(() -> {
+                    dev.hexforge.io.Folders.deleteQuietly(folder); // a try cut short leaves files behind
+                    return store().getFolder(in.sha256(), folder);
+                });
             }
             Path signed = SignPass.run(folder, a.dir().resolve("signed-" + n), keys.signing(), facts(a, folder, true));
             outputs.add(a.storeOutput(signed, in.kind()));
@@ -113,7 +116,7 @@ class SignWorker extends StageWorker {
         if (model.path() != null) {
             materials.put("base-model:" + model.path(), Provenance.digestOf(a.baseModel()));
         } else if (model.upload() != null) {
-            materials.put("base-model:upload/" + model.upload(), store().sha256(ArtifactStore.uploadKey(model.upload())));
+            materials.put("base-model:upload/" + model.upload(), a.whileAway(() -> store().sha256(ArtifactStore.uploadKey(model.upload()))));
         } else {
             req.inputs().stream().filter(i -> i.kind().equals(StageEvents.BASE_MODEL)).findFirst()
                     .ifPresent(i -> materials.put("base-model:artifact/" + model.artifact(), i.sha256()));
@@ -143,7 +146,7 @@ class SignWorker extends StageWorker {
             return;
         }
         if (input.upload() != null) {
-            materials.put(name + ":upload/" + input.upload(), store().sha256(ArtifactStore.uploadKey(input.upload())));
+            materials.put(name + ":upload/" + input.upload(), a.whileAway(() -> store().sha256(ArtifactStore.uploadKey(input.upload()))));
         } else {
             materials.put(name + ":" + input.path(), Provenance.digestOf(a.input(field, input)));
         }
