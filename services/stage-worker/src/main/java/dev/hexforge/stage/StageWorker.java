@@ -266,7 +266,7 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
         }
         Path dir = work.resolve(req.attemptId());
         try {
-            java.util.Set<String> marks = whileStoreAway(() -> store.keysUnder(ArtifactStore.attemptPrefix(req.attemptId())), () -> { }); // one round trip
+            java.util.Set<String> marks = retryWhileAway(() -> store.keysUnder(ArtifactStore.attemptPrefix(req.attemptId())), () -> { }); // one round trip
             if (marks.contains(resultKey(req.attemptId()))) {
                 LOG.info("attempt {} already completed; re-emitting its result", req.attemptId());
                 deliver(req.jobId(), new String(store.getBytes(resultKey(req.attemptId())), StandardCharsets.UTF_8));
@@ -331,11 +331,12 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
     }
 
     /**
-     * Runs a transfer with the object store, trying again for {@link #storeRetry} (0.5 s to 5 s apart) while the store
-     * does not answer, telling {@code waiting} each time; objects are content-addressed, so a second try rewrites
-     * nothing that arrived. Any other failure, or the store away longer, is thrown.
+     * Runs a call, trying again for {@link #storeRetry} (0.5 s to 5 s apart) while what it needs is {@link #away away}
+     * (the object store; a service's own database where it adds that), telling {@code waiting} each time; objects are
+     * content-addressed, so a second try rewrites nothing that arrived. Any other failure, or one that lasts longer,
+     * is thrown.
      */
-    <T> T whileStoreAway(java.util.function.Supplier<T> transfer, Runnable waiting) {
+    <T> T retryWhileAway(java.util.function.Supplier<T> transfer, Runnable waiting) {
         long deadline = System.nanoTime() + storeRetry.toNanos();
         for (long pause = 500; ; pause = Math.min(5_000, pause * 2)) {
             try {
@@ -631,12 +632,12 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
 
         /** A transfer with the object store, tried again while it does not answer; the progress says why the attempt waits. */
         private <T> T retrying(java.util.function.Supplier<T> transfer) {
-            return whileStoreAway(transfer, () -> progress(-1, "the object store does not answer; trying again", Map.of(), true));
+            return retryWhileAway(transfer, () -> progress(-1, "the object store does not answer; trying again", Map.of(), true));
         }
 
         @Override
         public <T> T whileAway(java.util.function.Supplier<T> call) {
-            return whileStoreAway(call, () -> progress(-1, "a service this stage needs does not answer; trying again", Map.of(), true));
+            return retryWhileAway(call, () -> progress(-1, "a service this stage needs does not answer; trying again", Map.of(), true));
         }
 
         @Override

@@ -112,7 +112,7 @@ class StageWorkerTest {
         java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
         java.util.concurrent.atomic.AtomicInteger waits = new java.util.concurrent.atomic.AtomicInteger();
         RuntimeException dbAway = new RuntimeException("could not open a connection", new java.sql.SQLTransientConnectionException("pool timeout"));
-        String got = worker.whileStoreAway(() -> {
+        String got = worker.retryWhileAway(() -> {
             if (calls.incrementAndGet() <= 2) {
                 throw dbAway;
             }
@@ -124,14 +124,14 @@ class StageWorkerTest {
 
         calls.set(0);
         IllegalStateException bug = new IllegalStateException("a bug");
-        assertSame(bug, assertThrows(IllegalStateException.class, () -> worker.whileStoreAway(() -> {
+        assertSame(bug, assertThrows(IllegalStateException.class, () -> worker.retryWhileAway(() -> {
             calls.incrementAndGet();
             throw bug;
         }, () -> { })));
         assertEquals(1, calls.get(), "another failure is not tried again");
 
         worker.storeRetry = Duration.ofMillis(800);
-        assertSame(dbAway, assertThrows(RuntimeException.class, () -> worker.whileStoreAway(() -> {
+        assertSame(dbAway, assertThrows(RuntimeException.class, () -> worker.retryWhileAway(() -> {
             throw dbAway;
         }, () -> { })), "away for longer than the window: its failure is thrown");
     }
