@@ -14,6 +14,18 @@ import java.util.Map;
  * tokens added, no truncation, special tokens written in the text are recognised.
  */
 public final class Tokenizer implements AutoCloseable {
+    static {
+        // DJL picks a CUDA build of the tokenizer library on a machine with a GPU and downloads it; only the CPU build
+        // is bundled, and a fleet may have no network (every tokenizer load failed on a CUDA machine: "Failed to load
+        // Huggingface native library"). An operator's own RUST_FLAVOR / ai.djl.offline still wins.
+        if (System.getenv("RUST_FLAVOR") == null && System.getProperty("RUST_FLAVOR") == null) {
+            System.setProperty("RUST_FLAVOR", "cpu");
+        }
+        if (System.getenv("DJL_OFFLINE") == null && System.getProperty("ai.djl.offline") == null) {
+            System.setProperty("ai.djl.offline", "true");
+        }
+    }
+
     private final HuggingFaceTokenizer hf;
     private final ChatTemplate chatTemplate;
 
