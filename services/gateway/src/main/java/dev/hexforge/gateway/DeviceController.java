@@ -108,7 +108,30 @@ class DeviceController {
 
     @ExceptionHandler(org.springframework.http.converter.HttpMessageNotReadableException.class)
     ResponseEntity<Map<String, Object>> unreadable(org.springframework.http.converter.HttpMessageNotReadableException e) {
-        return ResponseEntity.badRequest().body(Map.of("error", "the body is not the expected JSON object"));
+        return ResponseEntity.badRequest().body(Map.of("error", unreadableField(e.getCause())
+                .orElse("the body is not the expected JSON object")));
+    }
+
+    /** For JSON of the right shape with a value of the wrong type: "taskId: must be a string", naming the field. */
+    static Optional<String> unreadableField(Throwable cause) {
+        if (!(cause instanceof tools.jackson.databind.exc.MismatchedInputException m) || m.getPath().isEmpty()) {
+            return Optional.empty();
+        }
+        StringBuilder field = new StringBuilder();
+        for (tools.jackson.core.JacksonException.Reference r : m.getPath()) { // Spring 7 reads bodies with Jackson 3
+            if (r.getPropertyName() != null) {
+                field.append(field.isEmpty() ? "" : ".").append(r.getPropertyName());
+            } else {
+                field.append('[').append(r.getIndex()).append(']');
+            }
+        }
+        Class<?> type = m.getTargetType();
+        String expected = type == null ? "of another type"
+                : type == String.class ? "a string"
+                : type == long.class || type == Long.class || type == int.class || type == Integer.class ? "a whole number"
+                : java.util.Collection.class.isAssignableFrom(type) ? "a list"
+                : "a JSON object";
+        return Optional.of(field + ": must be " + expected);
     }
 
     @ExceptionHandler(IllegalStateException.class)

@@ -303,6 +303,11 @@ class HostileTenantTest {
                 "application/json", aliceDevice), 400, "backends: name at least one of"));
         cases.add(new Case("runner registration with an unknown backend", () -> send("POST", "/api/v1/runner/register",
                 registration("[\"rm -rf\"]"), "application/json", aliceDevice), 400, "backends: 'rm -rf' is not one of"));
+        cases.add(new Case("runner registration with a wrong-typed ramBytes", () -> send("POST", "/api/v1/runner/register",
+                registration("[\"ort-cpu\"]").replace("\"ramBytes\": 0", "\"ramBytes\": \"lots\""), "application/json",
+                aliceDevice), 400, "ramBytes: must be a whole number"));
+        cases.add(new Case("runner heartbeat with a wrong-typed taskId", () -> send("POST", "/api/v1/runner/heartbeat", "{\"taskId\": {}}",
+                "application/json", aliceDevice), 400, "taskId: must be a string"));
         cases.add(new Case("runner registration that is not JSON", () -> send("POST", "/api/v1/runner/register", "{backends",
                 "application/json", aliceDevice), 400, "the body is not the expected JSON object"));
 
