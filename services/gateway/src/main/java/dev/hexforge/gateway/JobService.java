@@ -42,10 +42,13 @@ public class JobService {
     /** The heap of the smallest stage service (hexforge.worker-memory), 0 when the deployment does not say. */
     private final long workerMemory;
     private final ServiceMemory serviceMemory;
+    private final SubmissionTimings timings;
 
     JobService(JobRepository jobs, AttemptRepository attempts, OutboxRepository outbox, Capabilities capabilities,
                UploadRepository uploads, OutboxRelay relay, DeviceService devices, dev.hexforge.contracts.InputPolicy policy,
-               ArtifactServiceClient artifacts, GatewayProperties settings, ServiceMemory serviceMemory) {
+               ArtifactServiceClient artifacts, GatewayProperties settings, ServiceMemory serviceMemory,
+               SubmissionTimings timings) {
+        this.timings = timings;
         this.workerMemory = settings.workerMemory().toBytes();
         this.serviceMemory = serviceMemory;
         this.policy = policy;
@@ -63,6 +66,7 @@ public class JobService {
     /** Validates (every problem at once), checks this fleet can run it, and dispatches the first stage. */
     @Transactional
     public JobEntity submit(String body, String tenant) {
+        long checking = System.nanoTime();
         JobSpec spec = JobSpecReader.read(body);
         capabilities.require(spec);
         if (spec.stageList().contains(Stage.BENCHMARK)) {
@@ -96,6 +100,7 @@ public class JobService {
         if (!problems.isEmpty()) {
             throw new dev.hexforge.contracts.InvalidJobSpecException(problems);
         }
+        timings.record(System.nanoTime() - checking);
         String modelName = model.name();
         Instant now = Instant.now();
         JobEntity j = new JobEntity();

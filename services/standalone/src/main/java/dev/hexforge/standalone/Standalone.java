@@ -189,6 +189,11 @@ public final class Standalone implements AutoCloseable {
         return "http://127.0.0.1:" + gateway.getEnvironment().getProperty("local.server.port");
     }
 
+    /** How long the gateway's checks took for each job it accepted (bench-fleet). */
+    public dev.hexforge.gateway.SubmissionTimings submissionTimings() {
+        return gateway.getBean(dev.hexforge.gateway.SubmissionTimings.class);
+    }
+
     public EmbeddedInfra infra() {
         return infra;
     }

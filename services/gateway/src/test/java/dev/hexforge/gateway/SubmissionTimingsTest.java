@@ -1,0 +1,31 @@
+package dev.hexforge.gateway;
+
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+class SubmissionTimingsTest {
+    @Test
+    void givesTheDurationsRecordedAfterAPointSortedInMilliseconds() {
+        SubmissionTimings t = new SubmissionTimings();
+        t.record(9_000_000);
+        long since = t.recorded();
+        t.record(3_000_000);
+        t.record(500_000);
+        assertArrayEquals(new double[]{0.5, 3.0}, t.sortedMillisSince(since));
+        assertEquals(3, t.sortedMillisSince(0).length);
+    }
+
+    @Test
+    void keepsOnlyTheLatestWhenMoreWereRecordedThanItHolds() {
+        SubmissionTimings t = new SubmissionTimings();
+        for (int i = 0; i < SubmissionTimings.KEPT + 10; i++) {
+            t.record(i);
+        }
+        double[] kept = t.sortedMillisSince(0);
+        assertEquals(SubmissionTimings.KEPT, kept.length);
+        assertEquals(10 / 1e6, kept[0]);
+        assertEquals((SubmissionTimings.KEPT + 9) / 1e6, kept[kept.length - 1]);
+    }
+}
