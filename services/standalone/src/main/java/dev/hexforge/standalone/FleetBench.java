@@ -44,11 +44,10 @@ final class FleetBench {
                 orchestration(gw, spec, Math.max(10, jobs / 4), 1);
                 long warmUp = fleet.submissionTimings().recorded();
                 orchestration(gw, spec, jobs, concurrency);
-                double[] checks = fleet.submissionTimings().sortedMillisSince(warmUp);
+                List<Double> checks = java.util.Arrays.stream(fleet.submissionTimings().sortedMillisSince(warmUp)).boxed().toList();
                 System.out.printf("               of which the gateway's checks (document, schema, ids, paths, limits, memory estimate; timed "
-                        + "around them) p50 %.2f ms, p99 %.2f ms, max %.2f ms over %d jobs%n", checks[checks.length / 2],
-                        checks[Math.min(checks.length - 1, (int) Math.ceil(0.99 * checks.length) - 1)], checks[checks.length - 1],
-                        checks.length);
+                        + "around them) p50 %.2f ms, p99 %.2f ms, max %.2f ms over %d jobs%n", pct(checks, 0.50), pct(checks, 0.99),
+                        checks.get(checks.size() - 1), checks.size());
             }
             if (mb > 0) {
                 transfer(fleet, gw, home, mb);
