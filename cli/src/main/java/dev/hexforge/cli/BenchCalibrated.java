@@ -64,7 +64,7 @@ final class BenchCalibrated implements Callable<Integer> {
             if (!skipKernels) {
                 for (int k : new int[]{hidden, inter}) {
                     int rows = 1024;
-                    System.out.printf("k=%d, %d rows, %d threads: Hessian XᵀX %.1f GFLOP/s; ONNX Runtime %s MatMul [%d,%d]x[%d,%d] %.1f GFLOP/s%n",
+                    System.out.printf("k=%d, %d rows, %d threads: Hessian XᵀX (upper triangle) %.1f GFLOP/s; ONNX Runtime %s MatMul [%d,%d]x[%d,%d] %.1f GFLOP/s%n",
                             k, rows, threads, hessianGflops(k, rows), OrtSessions.runtimeVersion(), k, rows, rows, k,
                             ortMatMulGflops(k, rows, k, threads, work));
                 }

@@ -243,6 +243,15 @@ public abstract class Kernels<A> implements AutoCloseable {
         matmulNN(dy, w, dx, n, n, in, false);
     }
 
+    /**
+     * The entries on and above the diagonal of {@code dx[n, n] (+)= dy[n, out] · w[out, n]}, for a symmetric product
+     * such as {@code XᵀX}: those are the same as {@link #matmulNN}'s; entries below the diagonal are unspecified
+     * (implementations may skip them, or some of them), so callers read only the upper triangle.
+     */
+    public void matmulNNUpper(A dy, A w, A dx, int n, int out, boolean accumulate) {
+        matmulNN(dy, w, dx, n, out, n, accumulate);
+    }
+
     /** {@code g[out, in] += dy[rows, out]ᵀ · x[rows, in]}: the gradient of a weight (small, single-threaded). */
     public void matmulTN(A dy, A x, A g, int rows, int out, int in) {
         for (int t = 0; t < rows; t++) {

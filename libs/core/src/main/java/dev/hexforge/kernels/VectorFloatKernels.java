@@ -6,7 +6,7 @@ import jdk.incubator.vector.VectorSpecies;
 
 /**
  * Float32 training kernels on jdk.incubator.vector. {@code x·wᵀ} runs in 2×4 register tiles of dot products;
- * {@code dy·w} in 4-row × 2-vector tiles of broadcast FMAs, so no horizontal sums are needed there.
+ * {@code dy·w} in 4-row × 4-vector tiles of broadcast FMAs, so no horizontal sums are needed there.
  */
 final class VectorFloatKernels extends FloatKernels {
     private static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;
@@ -246,8 +246,14 @@ final class VectorFloatKernels extends FloatKernels {
     private static final long TRANSPOSE_LIMIT = 1 << 24;
     /** Rows of a weight taken at a time by the products: 256 rows of 896 floats (a 0.5B model's) are 0.9 MB. */
     private static final int W_BLOCK = 256;
-    /** The NN product blocks w's rows only above this many: a panel of 2 vectors' width then exceeds 1 MB. */
-    private static final int NN_BLOCKED_ABOVE = 8192;
+    /**
+     * The NN product takes w's rows in blocks of {@value #NN_BLOCK} above {@value #NN_BLOCKED_ABOVE} rows: a panel of
+     * 4 vectors' width over 4,864 rows (a 0.5B model's down_proj, or a Hessian's) is 1.2 MB, past what stays in a
+     * core's cache for every row tile (46 GFLOP/s on 2 cores, 167 blocked); below the bound, blocking would re-read dx
+     * once per block for little gain.
+     */
+    private static final int NN_BLOCK = 512;
+    private static final int NN_BLOCKED_ABOVE = 2048;
 
     /**
      * With enough rows, a moderate {@code w} is transposed once (a cost of 1/rows of the product) so the product
@@ -349,30 +355,47 @@ final class VectorFloatKernels extends FloatKernels {
         forRows(n, (long) in * n / 2, 4, (from, to) -> nnRows(dy, w, dx, from, to, n, in, false, lower ? 1 : 2));
     }
 
-    /** @param band 0: every o; 1: o below the tile's last row + 1 (lower triangular dy); 2: o from the tile's first row */
+    @Override
+    public void matmulNNUpper(float[] dy, float[] w, float[] dx, int n, int out, boolean accumulate) {
+        forRows(n, (long) out * n / 2, 4, (from, to) -> nnRows(dy, w, dx, from, to, out, n, accumulate, UPPER));
+    }
+
+    private static final int UPPER = 3;
+
+    /**
+     * @param band 0: every o; 1: o below the tile's last row + 1 (lower triangular dy); 2: o from the tile's first
+     *             row; {@link #UPPER}: every o, but row tiles wholly below the diagonal of a square dx skipped
+     */
     private void nnRows(float[] dy, float[] w, float[] dx, int from, int to, int out, int in, boolean acc, int band) {
-        if (band != 0 || out <= NN_BLOCKED_ABOVE) {
+        if (band == 1 || band == 2 || out <= NN_BLOCKED_ABOVE) {
             nnBlock(dy, w, dx, from, to, out, in, acc, band, 0, out);
             return;
         }
-        // a tall w (an LM head's 151,936 rows) in blocks of rows: a block's column panel stays in cache for every row
-        // tile, where the whole panel was read again from memory for each tile. Each block adds to what the ones
-        // before it left in dx, in the same order of o, so every value is the same as in one pass. (Below the bound
-        // the panel stays in cache unblocked, and blocking would re-read dx once per block: a GPTQ Hessian's dx is
-        // k x k.)
-        for (int o0 = 0; o0 < out; o0 += W_BLOCK) {
-            nnBlock(dy, w, dx, from, to, out, in, acc || o0 > 0, 0, o0, Math.min(out, o0 + W_BLOCK));
+        // a tall w in blocks of rows: a block's column panel stays in cache for every row tile, where the whole panel
+        // was read again from memory for each tile. Each block adds to what the ones before it left in dx, in the
+        // same order of o, so every value is the same as in one pass.
+        for (int o0 = 0; o0 < out; o0 += NN_BLOCK) {
+            nnBlock(dy, w, dx, from, to, out, in, acc || o0 > 0, band, o0, Math.min(out, o0 + NN_BLOCK));
         }
     }
 
     /** Rows [from, to) of {@code dy·w} over the rows [blockFrom, blockTo) of w, added to dx when {@code acc}. */
     private void nnBlock(float[] dy, float[] w, float[] dx, int from, int to, int out, int in, boolean acc, int band,
                          int blockFrom, int blockTo) {
+        int bound4 = in / (4 * L) * (4 * L);
         int bound2 = in / (2 * L) * (2 * L);
         int tiles = from + (to - from) / 4 * 4;
-        // column panels outside, row tiles inside: a panel of w (out x 2L) stays in cache for every tile
-        for (int i = 0; i < bound2; i += 2 * L) {
-            for (int t = from; t < tiles; t += 4) {
+        // column panels outside, row tiles inside: a panel of w (out x 4L) stays in cache for every tile
+        for (int i = 0; i < bound4; i += 4 * L) {
+            for (int t = from; t < tiles && (band != UPPER || t < i + 4 * L); t += 4) {
+                int oFrom = band == 2 ? t : blockFrom;
+                int oTo = band == 1 ? Math.min(out, t + 4) : blockTo;
+                tile4x4(dy, w, dx, t, i, out, in, acc, oFrom, oTo);
+            }
+        }
+        // columns left over by the 4-vector panels, in 2-vector ones
+        for (int i = bound4; i < bound2; i += 2 * L) {
+            for (int t = from; t < tiles && (band != UPPER || t < i + 2 * L); t += 4) {
                 int d0 = t * out;
                 int d1 = d0 + out;
                 int d2 = d1 + out;
@@ -449,6 +472,102 @@ final class VectorFloatKernels extends FloatKernels {
             nnColumns(dy, w, dx, t, out, in, bound2, acc, blockFrom, blockTo);
         }
         // the single-row paths above run over every o: the skipped entries of a triangular dy are zeros
+    }
+
+    /**
+     * The 4-row × 4-vector tile of rows t.. and columns i.. of {@code dy·w} over o in [oFrom, oTo): 16 accumulators,
+     * 4 loads of w and 4 broadcasts of dy a step (a 4 × 2 tile did 6 for 8 products, 40–130 GFLOP/s against 100–170).
+     * Each output is the same chain of FMAs in the same order of o as in any other tile shape.
+     */
+    private static void tile4x4(float[] dy, float[] w, float[] dx, int t, int i, int out, int in, boolean acc, int oFrom,
+                                int oTo) {
+        int d0 = t * out;
+        int d1 = d0 + out;
+        int d2 = d1 + out;
+        int d3 = d2 + out;
+        int r0 = t * in + i;
+        int r1 = r0 + in;
+        int r2 = r1 + in;
+        int r3 = r2 + in;
+        FloatVector c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33;
+        if (acc) {
+            c00 = FloatVector.fromArray(S, dx, r0);
+            c01 = FloatVector.fromArray(S, dx, r0 + L);
+            c02 = FloatVector.fromArray(S, dx, r0 + 2 * L);
+            c03 = FloatVector.fromArray(S, dx, r0 + 3 * L);
+            c10 = FloatVector.fromArray(S, dx, r1);
+            c11 = FloatVector.fromArray(S, dx, r1 + L);
+            c12 = FloatVector.fromArray(S, dx, r1 + 2 * L);
+            c13 = FloatVector.fromArray(S, dx, r1 + 3 * L);
+            c20 = FloatVector.fromArray(S, dx, r2);
+            c21 = FloatVector.fromArray(S, dx, r2 + L);
+            c22 = FloatVector.fromArray(S, dx, r2 + 2 * L);
+            c23 = FloatVector.fromArray(S, dx, r2 + 3 * L);
+            c30 = FloatVector.fromArray(S, dx, r3);
+            c31 = FloatVector.fromArray(S, dx, r3 + L);
+            c32 = FloatVector.fromArray(S, dx, r3 + 2 * L);
+            c33 = FloatVector.fromArray(S, dx, r3 + 3 * L);
+        } else {
+            c00 = FloatVector.zero(S);
+            c01 = c00;
+            c02 = c00;
+            c03 = c00;
+            c10 = c00;
+            c11 = c00;
+            c12 = c00;
+            c13 = c00;
+            c20 = c00;
+            c21 = c00;
+            c22 = c00;
+            c23 = c00;
+            c30 = c00;
+            c31 = c00;
+            c32 = c00;
+            c33 = c00;
+        }
+        for (int o = oFrom; o < oTo; o++) {
+            int wo = o * in + i;
+            FloatVector w0 = FloatVector.fromArray(S, w, wo);
+            FloatVector w1 = FloatVector.fromArray(S, w, wo + L);
+            FloatVector w2 = FloatVector.fromArray(S, w, wo + 2 * L);
+            FloatVector w3 = FloatVector.fromArray(S, w, wo + 3 * L);
+            FloatVector b = FloatVector.broadcast(S, dy[d0 + o]);
+            c00 = w0.fma(b, c00);
+            c01 = w1.fma(b, c01);
+            c02 = w2.fma(b, c02);
+            c03 = w3.fma(b, c03);
+            b = FloatVector.broadcast(S, dy[d1 + o]);
+            c10 = w0.fma(b, c10);
+            c11 = w1.fma(b, c11);
+            c12 = w2.fma(b, c12);
+            c13 = w3.fma(b, c13);
+            b = FloatVector.broadcast(S, dy[d2 + o]);
+            c20 = w0.fma(b, c20);
+            c21 = w1.fma(b, c21);
+            c22 = w2.fma(b, c22);
+            c23 = w3.fma(b, c23);
+            b = FloatVector.broadcast(S, dy[d3 + o]);
+            c30 = w0.fma(b, c30);
+            c31 = w1.fma(b, c31);
+            c32 = w2.fma(b, c32);
+            c33 = w3.fma(b, c33);
+        }
+        c00.intoArray(dx, r0);
+        c01.intoArray(dx, r0 + L);
+        c02.intoArray(dx, r0 + 2 * L);
+        c03.intoArray(dx, r0 + 3 * L);
+        c10.intoArray(dx, r1);
+        c11.intoArray(dx, r1 + L);
+        c12.intoArray(dx, r1 + 2 * L);
+        c13.intoArray(dx, r1 + 3 * L);
+        c20.intoArray(dx, r2);
+        c21.intoArray(dx, r2 + L);
+        c22.intoArray(dx, r2 + 2 * L);
+        c23.intoArray(dx, r2 + 3 * L);
+        c30.intoArray(dx, r3);
+        c31.intoArray(dx, r3 + L);
+        c32.intoArray(dx, r3 + 2 * L);
+        c33.intoArray(dx, r3 + 3 * L);
     }
 
     /** Columns [from, in) of one row of {@code dy·w}. */

@@ -77,6 +77,32 @@ class KernelsTest {
     }
 
     @Test
+    void upperProductsEqualTheFullProductOnAndAboveTheDiagonal() {
+        Kernels<float[]> fast = Kernels.float32(2);
+        SplittableRandom rng = new SplittableRandom(9);
+        for (int n : new int[]{1, 5, 64, 97, 130, 300}) {
+            for (int out : new int[]{3, 256}) {
+                for (boolean acc : new boolean[]{false, true}) {
+                    float[] dy = random(rng, n * out);
+                    float[] w = random(rng, out * n);
+                    float[] seed = random(rng, n * n);
+                    float[] full = seed.clone();
+                    float[] upper = seed.clone();
+                    fast.matmulNN(dy, w, full, n, out, n, acc);
+                    fast.matmulNNUpper(dy, w, upper, n, out, acc);
+                    for (int i = 0; i < n; i++) {
+                        for (int j = i; j < n; j++) {
+                            assertEquals(full[i * n + j], upper[i * n + j], 0f,
+                                    "n " + n + " out " + out + " acc " + acc + " at " + i + "," + j);
+                        }
+                    }
+                }
+            }
+        }
+        fast.close();
+    }
+
+    @Test
     void deterministicExpIsWithinAFewUlpOfMathExp() {
         float[] xs = new float[20001];
         for (int i = 0; i < xs.length; i++) {

@@ -99,13 +99,8 @@ public final class Gptq {
             // lazy batch update of the columns right of the block: W[:, i2:] -= Err · Hinv[i1:i2, i2:]
             double[] wRef = w;
             int first = i1;
-            dev.hexforge.kernels.Kernels.sharedFloat32().forRows(out, (long) count * (k - i2), (from, to) -> {
-                for (int r = from; r < to; r++) {
-                    for (int i = 0; i < count; i++) {
-                        InverseHessian.axpy(-err[r * bs + i], hinv, (first + i) * k + i2, wRef, r * k + i2, k - i2);
-                    }
-                }
-            });
+            dev.hexforge.kernels.Kernels.sharedFloat32().forRows(out, (long) count * (k - i2), (from, to) ->
+                    DoubleTiles.subtractProducts(err, bs, count, hinv, first * k + i2, k, wRef, i2, k, k - i2, from, to));
         }
         float[] scales = new float[out * groups];
         byte[] zeros = spec.symmetric() ? null : new byte[out * groups];

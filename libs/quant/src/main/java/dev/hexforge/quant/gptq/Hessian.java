@@ -4,8 +4,9 @@ import dev.hexforge.kernels.Kernels;
 
 /**
  * {@code H = (2 / n) Σ x xᵀ} over the calibration rows a linear sees. Rows are gathered into blocks whose product
- * {@code Xᵀ X} runs on the float32 GEMM kernels; each block's sum is then added into a double accumulator, so
- * rounding grows with the block (at most {@value #BLOCK_ROWS} rows), not with the whole calibration set.
+ * {@code Xᵀ X} runs on the float32 GEMM kernels (its upper triangle only: H is symmetric); each block's sum is then
+ * added into a double accumulator, so rounding grows with the block (at most {@value #BLOCK_ROWS} rows), not with the
+ * whole calibration set.
  */
 public final class Hessian {
     static final int BLOCK_ROWS = 256;
@@ -38,9 +39,9 @@ public final class Hessian {
                 }
             }
             float[] rowsOfBlock = from == 0 ? x : java.util.Arrays.copyOfRange(x, from * k, (from + n) * k);
-            // block[k, k] += Xᵀ[k, n] · X[n, k]
-            Kernels.sharedFloat32().matmulNN(transposed, rowsOfBlock, block, k, n, k, true);
-            flops += 2L * n * k * k;
+            // block[k, k] += Xᵀ[k, n] · X[n, k], on and above the diagonal (H is symmetric)
+            Kernels.sharedFloat32().matmulNNUpper(transposed, rowsOfBlock, block, k, n, true);
+            flops += (long) n * k * (k + 1);
             pending += n;
             if (pending >= BLOCK_ROWS) {
                 flush();
@@ -49,15 +50,18 @@ public final class Hessian {
         rows += count;
     }
 
+    /** Adds the block's upper triangle (all that is read) to the accumulator and clears it. */
     private void flush() {
-        for (int i = 0; i < h.length; i++) {
-            h[i] += block[i];
+        for (int i = 0; i < k; i++) {
+            for (int j = i * k + i; j < (i + 1) * k; j++) {
+                h[j] += block[j];
+            }
+            java.util.Arrays.fill(block, i * k + i, (i + 1) * k, 0f);
         }
-        java.util.Arrays.fill(block, 0f);
         pending = 0;
     }
 
-    /** Floating-point operations of the products so far (2 · rows · k², the full square). */
+    /** Floating-point operations of the products so far: 2 · rows · k(k + 1)/2, the upper triangle's. */
     public long flops() {
         return flops;
     }

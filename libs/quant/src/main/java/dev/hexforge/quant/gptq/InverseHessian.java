@@ -16,7 +16,7 @@ import jdk.incubator.vector.VectorSpecies;
  */
 final class InverseHessian {
     private static final VectorSpecies<Double> D = DoubleVector.SPECIES_PREFERRED;
-    private static final int BLOCK = 64;
+    private static final int BLOCK = 128;
     private static final int MAX_ATTEMPTS = 8;
 
     private InverseHessian() {
@@ -64,10 +64,20 @@ final class InverseHessian {
             int start = b0;
             int end = Math.min(n, b0 + BLOCK);
             // columns left of the block: every finished row j is read once for all rows of the block
-            Kernels.sharedFloat32().forRows(end - start, (long) start * start / 2, (from, to) -> {
+            // one part of the block's rows per core: each part streams every finished row once, so more parts
+            // would only read the factor again (this step is bound by memory, not arithmetic)
+            int cores = Kernels.sharedFloat32().threads();
+            int rows = end - start;
+            Kernels.sharedFloat32().forRows(cores, (long) rows * start * start / 2 / cores, (partFrom, partTo) -> {
+                int from = rows * partFrom / cores / 4 * 4;
+                int to = partTo == cores ? rows : rows * partTo / cores / 4 * 4;
+                int quads = start + from + (to - from) / 4 * 4;
                 for (int j = 0; j < start; j++) {
                     double ljj = a[j * n + j];
-                    for (int i = start + from; i < start + to; i++) {
+                    for (int i = start + from; i < quads; i += 4) {
+                        solveFour(a, n, i, j, ljj);
+                    }
+                    for (int i = quads; i < start + to; i++) {
                         a[i * n + j] = (a[i * n + j] - dot(a, i * n, a, j * n, j)) / ljj;
                     }
                 }
@@ -96,13 +106,9 @@ final class InverseHessian {
         for (int b0 = 0; b0 < n; b0 += BLOCK) {
             int start = b0;
             int end = Math.min(n, b0 + BLOCK);
-            Kernels.sharedFloat32().forRows(end - start, (long) start * start / 2, (from, to) -> {
-                for (int p = 0; p < start; p++) {
-                    for (int i = start + from; i < start + to; i++) {
-                        axpy(-l[i * n + p], inv, p * n, inv, i * n, p + 1);
-                    }
-                }
-            });
+            // the block's rows from every finished row, split by column panels: each panel is read once per block
+            Kernels.sharedFloat32().forRows(DoubleTiles.panels(start), (long) (end - start) * start * 16,
+                    (from, to) -> DoubleTiles.subtractTriangularPanels(l, inv, n, start, start, end, from, to));
             for (int p = start; p < end; p++) {
                 double d = 1 / l[p * n + p];
                 for (int j = 0; j < p; j++) {
@@ -115,6 +121,41 @@ final class InverseHessian {
             }
         }
         return inv;
+    }
+
+    /**
+     * {@code a[r][j] = (a[r][j] - dot(row r, row j, j)) / ljj} for the rows r = i..i+3: four independent sums at
+     * once (one sum's FMAs wait on each other's latency), each formed exactly as {@link #dot} forms it.
+     */
+    private static void solveFour(double[] a, int n, int i, int j, double ljj) {
+        int r0 = i * n;
+        int r1 = r0 + n;
+        int r2 = r1 + n;
+        int r3 = r2 + n;
+        int rj = j * n;
+        int bound = D.loopBound(j);
+        DoubleVector s0 = DoubleVector.zero(D);
+        DoubleVector s1 = s0;
+        DoubleVector s2 = s0;
+        DoubleVector s3 = s0;
+        for (int p = 0; p < bound; p += D.length()) {
+            DoubleVector x = DoubleVector.fromArray(D, a, rj + p);
+            s0 = DoubleVector.fromArray(D, a, r0 + p).fma(x, s0);
+            s1 = DoubleVector.fromArray(D, a, r1 + p).fma(x, s1);
+            s2 = DoubleVector.fromArray(D, a, r2 + p).fma(x, s2);
+            s3 = DoubleVector.fromArray(D, a, r3 + p).fma(x, s3);
+        }
+        a[r0 + j] = (a[r0 + j] - tail(s0.reduceLanes(VectorOperators.ADD), a, r0, rj, bound, j)) / ljj;
+        a[r1 + j] = (a[r1 + j] - tail(s1.reduceLanes(VectorOperators.ADD), a, r1, rj, bound, j)) / ljj;
+        a[r2 + j] = (a[r2 + j] - tail(s2.reduceLanes(VectorOperators.ADD), a, r2, rj, bound, j)) / ljj;
+        a[r3 + j] = (a[r3 + j] - tail(s3.reduceLanes(VectorOperators.ADD), a, r3, rj, bound, j)) / ljj;
+    }
+
+    private static double tail(double s, double[] a, int aOff, int bOff, int from, int n) {
+        for (int p = from; p < n; p++) {
+            s += a[aOff + p] * a[bOff + p];
+        }
+        return s;
     }
 
     static double dot(double[] a, int aOff, double[] b, int bOff, int n) {
