@@ -61,15 +61,18 @@ public class FloatKernels extends Kernels<float[]> {
 
     @Override
     public void transposeInto(float[] m, int rows, int cols, float[] out) {
-        for (int i0 = 0; i0 < rows; i0 += 16) {
-            for (int j0 = 0; j0 < cols; j0 += 16) {
-                for (int i = i0; i < Math.min(rows, i0 + 16); i++) {
-                    for (int j = j0; j < Math.min(cols, j0 + 16); j++) {
-                        out[j * rows + i] = m[i * cols + j];
+        // bands of 16 rows on every core: each band writes its own 16 columns of out
+        forRows((rows + 15) / 16, 16L * cols, (from, to) -> {
+            for (int i0 = from * 16; i0 < Math.min(rows, to * 16); i0 += 16) {
+                for (int j0 = 0; j0 < cols; j0 += 16) {
+                    for (int i = i0; i < Math.min(rows, i0 + 16); i++) {
+                        for (int j = j0; j < Math.min(cols, j0 + 16); j++) {
+                            out[j * rows + i] = m[i * cols + j];
+                        }
                     }
                 }
             }
-        }
+        });
     }
 
     @Override

@@ -76,26 +76,32 @@ public final class Gptq {
             for (int r = 0; r < out; r++) {
                 System.arraycopy(w, r * k + i1, w1, r * bs, count);
             }
-            for (int i = 0; i < count; i++) {
-                int col = i1 + i;
-                int orig = perm[col];
-                int grp = orig / g;
-                if (!staticParams && col % g == 0) {
-                    for (int r = 0; r < out; r++) {
-                        params[r * groups + grp] = fitCurrent(w, w1, r, k, bs, i1, i2, col, Math.min(k, col + g), spec);
+            // the block's columns in turn; rows are independent, so they run on every core
+            double[] wNow = w;
+            int[] order = perm;
+            int start = i1;
+            dev.hexforge.kernels.Kernels.sharedFloat32().forRows(out, (long) count * count, (from, to) -> {
+                for (int i = 0; i < count; i++) {
+                    int col = start + i;
+                    int orig = order[col];
+                    int grp = orig / g;
+                    if (!staticParams && col % g == 0) {
+                        for (int r = from; r < to; r++) {
+                            params[r * groups + grp] = fitCurrent(wNow, w1, r, k, bs, start, i2, col, Math.min(k, col + g), spec);
+                        }
+                    }
+                    double d = hinv[col * k + col];
+                    for (int r = from; r < to; r++) {
+                        GroupQuantizer.Params p = params[r * groups + grp];
+                        double value = w1[r * bs + i];
+                        int qi = GroupQuantizer.quantize((float) value, p, spec);
+                        q[r * k + orig] = (byte) qi;
+                        double e = (value - GroupQuantizer.dequantize(qi, p)) / d;
+                        err[r * bs + i] = e;
+                        InverseHessian.axpy(-e, hinv, col * k + col + 1, w1, r * bs + i + 1, count - i - 1);
                     }
                 }
-                double d = hinv[col * k + col];
-                for (int r = 0; r < out; r++) {
-                    GroupQuantizer.Params p = params[r * groups + grp];
-                    double value = w1[r * bs + i];
-                    int qi = GroupQuantizer.quantize((float) value, p, spec);
-                    q[r * k + orig] = (byte) qi;
-                    double e = (value - GroupQuantizer.dequantize(qi, p)) / d;
-                    err[r * bs + i] = e;
-                    InverseHessian.axpy(-e, hinv, col * k + i1 + i + 1, w1, r * bs + i + 1, count - i - 1);
-                }
-            }
+            });
             // lazy batch update of the columns right of the block: W[:, i2:] -= Err · Hinv[i1:i2, i2:]
             double[] wRef = w;
             int first = i1;

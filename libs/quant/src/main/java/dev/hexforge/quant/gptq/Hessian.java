@@ -52,12 +52,14 @@ public final class Hessian {
 
     /** Adds the block's upper triangle (all that is read) to the accumulator and clears it. */
     private void flush() {
-        for (int i = 0; i < k; i++) {
-            for (int j = i * k + i; j < (i + 1) * k; j++) {
-                h[j] += block[j];
+        Kernels.sharedFloat32().forRows(k, k / 2 + 1, (from, to) -> {
+            for (int i = from; i < to; i++) {
+                for (int j = i * k + i; j < (i + 1) * k; j++) {
+                    h[j] += block[j];
+                }
+                java.util.Arrays.fill(block, i * k + i, (i + 1) * k, 0f);
             }
-            java.util.Arrays.fill(block, i * k + i, (i + 1) * k, 0f);
-        }
+        });
         pending = 0;
     }
 
