@@ -267,7 +267,8 @@ final class VectorFloatKernels extends FloatKernels {
             matmulNN(x, wt, y, rows, in, out, accumulate);
             return;
         }
-        forRows(rows, (long) in * out, 2, (from, to) -> ntRows(x, w, y, from, to, in, out, accumulate));
+        // w is too large to copy: every chunk of rows streams all of it, so one chunk per core
+        forRows(rows, (long) in * out, perCore(rows, 2), (from, to) -> ntRows(x, w, y, from, to, in, out, accumulate));
     }
 
     private void ntRows(float[] x, float[] w, float[] y, int from, int to, int in, int out, boolean acc) {
@@ -347,7 +348,19 @@ final class VectorFloatKernels extends FloatKernels {
 
     @Override
     public void matmulNN(float[] dy, float[] w, float[] dx, int rows, int out, int in, boolean accumulate) {
-        forRows(rows, (long) in * out, 4, (from, to) -> nnRows(dy, w, dx, from, to, out, in, accumulate, 0));
+        // past the blocking bound w is streamed from memory by every chunk of rows: then one chunk per core
+        int align = out > NN_BLOCKED_ABOVE ? perCore(rows, 4) : 4;
+        forRows(rows, (long) in * out, align, (from, to) -> nnRows(dy, w, dx, from, to, out, in, accumulate, 0));
+    }
+
+    /**
+     * Chunks of rows (a multiple of {@code tile}) that split {@code rows} into about one chunk per core: a product
+     * whose weight does not stay in cache reads all of it once per chunk (an LM head of 151,936 × 896 is 544 MB a
+     * read), so the four chunks per core that balance other products would quadruple its memory traffic.
+     */
+    private int perCore(int rows, int tile) {
+        int perThread = (rows + threads() - 1) / threads();
+        return Math.max(tile, (perThread + tile - 1) / tile * tile);
     }
 
     @Override
