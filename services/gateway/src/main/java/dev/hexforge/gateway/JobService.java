@@ -67,6 +67,7 @@ public class JobService {
     @Transactional
     public JobEntity submit(String body, String tenant) {
         long checking = System.nanoTime();
+        long checkingCpu = SubmissionTimings.threadCpuNanos();
         JobSpec spec = JobSpecReader.read(body);
         capabilities.require(spec);
         if (spec.stageList().contains(Stage.BENCHMARK)) {
@@ -100,7 +101,7 @@ public class JobService {
         if (!problems.isEmpty()) {
             throw new dev.hexforge.contracts.InvalidJobSpecException(problems);
         }
-        timings.record(System.nanoTime() - checking);
+        timings.record(System.nanoTime() - checking, SubmissionTimings.threadCpuNanos() - checkingCpu);
         String modelName = model.name();
         Instant now = Instant.now();
         JobEntity j = new JobEntity();
