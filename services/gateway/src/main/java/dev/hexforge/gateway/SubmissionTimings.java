@@ -20,13 +20,14 @@ import java.util.concurrent.atomic.AtomicLongArray;
 public class SubmissionTimings {
     static final int KEPT = 1 << 16;
     private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
+    private static final boolean CPU_TIME = THREADS.isCurrentThreadCpuTimeSupported();
     private final AtomicLongArray nanos = new AtomicLongArray(KEPT);
     private final AtomicLongArray cpuNanos = new AtomicLongArray(KEPT);
     private final AtomicLong count = new AtomicLong();
 
     /** The calling thread's CPU time in nanoseconds, 0 where the JVM cannot measure it. */
     static long threadCpuNanos() {
-        long t = THREADS.isCurrentThreadCpuTimeSupported() ? THREADS.getCurrentThreadCpuTime() : -1;
+        long t = CPU_TIME ? THREADS.getCurrentThreadCpuTime() : -1;
         return Math.max(0, t);
     }
 

@@ -145,15 +145,16 @@ final class InverseHessian {
             s2 = DoubleVector.fromArray(D, a, r2 + p).fma(x, s2);
             s3 = DoubleVector.fromArray(D, a, r3 + p).fma(x, s3);
         }
-        a[r0 + j] = (a[r0 + j] - tail(s0.reduceLanes(VectorOperators.ADD), a, r0, rj, bound, j)) / ljj;
-        a[r1 + j] = (a[r1 + j] - tail(s1.reduceLanes(VectorOperators.ADD), a, r1, rj, bound, j)) / ljj;
-        a[r2 + j] = (a[r2 + j] - tail(s2.reduceLanes(VectorOperators.ADD), a, r2, rj, bound, j)) / ljj;
-        a[r3 + j] = (a[r3 + j] - tail(s3.reduceLanes(VectorOperators.ADD), a, r3, rj, bound, j)) / ljj;
+        a[r0 + j] = (a[r0 + j] - tail(s0.reduceLanes(VectorOperators.ADD), a, r0, a, rj, bound, j)) / ljj;
+        a[r1 + j] = (a[r1 + j] - tail(s1.reduceLanes(VectorOperators.ADD), a, r1, a, rj, bound, j)) / ljj;
+        a[r2 + j] = (a[r2 + j] - tail(s2.reduceLanes(VectorOperators.ADD), a, r2, a, rj, bound, j)) / ljj;
+        a[r3 + j] = (a[r3 + j] - tail(s3.reduceLanes(VectorOperators.ADD), a, r3, a, rj, bound, j)) / ljj;
     }
 
-    private static double tail(double s, double[] a, int aOff, int bOff, int from, int n) {
+    /** {@code s} plus the products past the vector loop's bound, one at a time, as {@link #dot} ends. */
+    private static double tail(double s, double[] a, int aOff, double[] b, int bOff, int from, int n) {
         for (int p = from; p < n; p++) {
-            s += a[aOff + p] * a[bOff + p];
+            s += a[aOff + p] * b[bOff + p];
         }
         return s;
     }
@@ -161,15 +162,10 @@ final class InverseHessian {
     static double dot(double[] a, int aOff, double[] b, int bOff, int n) {
         int bound = D.loopBound(n);
         DoubleVector acc = DoubleVector.zero(D);
-        int i = 0;
-        for (; i < bound; i += D.length()) {
+        for (int i = 0; i < bound; i += D.length()) {
             acc = DoubleVector.fromArray(D, a, aOff + i).fma(DoubleVector.fromArray(D, b, bOff + i), acc);
         }
-        double s = acc.reduceLanes(VectorOperators.ADD);
-        for (; i < n; i++) {
-            s += a[aOff + i] * b[bOff + i];
-        }
-        return s;
+        return tail(acc.reduceLanes(VectorOperators.ADD), a, aOff, b, bOff, bound, n);
     }
 
     /** {@code y[i] += alpha · x[i]} over n values. */
