@@ -32,6 +32,8 @@ public final class JobSpecSchema {
     public static final int MAX_LIST = 100;
     static final String ID_PATTERN = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
     private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
+    /** Turns default values into nodes; one shared mapper, whose serializer cache a fresh one per value would rebuild. */
+    private static final ObjectMapper VALUES = new ObjectMapper();
 
     public static final FieldSpec ROOT = object("", "A Hexforge conversion job.",
             integer("schemaVersion", VERSION, VERSION, VERSION, "Version of this document format."),
@@ -143,7 +145,7 @@ public final class JobSpecSchema {
                 } else if (f.kind() == FieldSpec.Kind.OBJECT) {
                     out.set(f.name(), checkObject(f, NODES.objectNode(), p, problems));
                 } else if (f.defaultValue() != null) {
-                    out.set(f.name(), new ObjectMapper().valueToTree(f.defaultValue()));
+                    out.set(f.name(), VALUES.valueToTree(f.defaultValue()));
                 }
                 continue;
             }
@@ -386,7 +388,6 @@ public final class JobSpecSchema {
         if (f.description() != null) {
             n.put("description", f.description());
         }
-        ObjectMapper m = new ObjectMapper();
         switch (f.kind()) {
             case OBJECT -> {
                 n.put("type", "object");
@@ -453,7 +454,7 @@ public final class JobSpecSchema {
             }
         }
         if (f.defaultValue() != null) {
-            n.set("default", m.valueToTree(f.defaultValue()));
+            n.set("default", VALUES.valueToTree(f.defaultValue()));
         }
         return n;
     }
