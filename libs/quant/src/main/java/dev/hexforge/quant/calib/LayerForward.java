@@ -106,7 +106,7 @@ public final class LayerForward {
         return ctx;
     }
 
-    /** {@link #attention} over {@code rows / len} sequences of {@code len} tokens stacked in q, k and v. */
+    /** {@link #attention} over {@code rows / len} sequences of {@code len} tokens stacked in q, k and v, on every core. */
     public float[] attentionPerSequence(float[] q, float[] k, float[] v, int rows, int len) {
         if (rows == len) {
             return attention(q, k, v, len);
@@ -114,20 +114,26 @@ public final class LayerForward {
         int qs = c.qSize();
         int kvs = c.kvSize();
         float[] ctx = new float[rows * qs];
-        for (int r = 0; r < rows; r += len) {
-            float[] part = attention(java.util.Arrays.copyOfRange(q, r * qs, (r + len) * qs),
-                    java.util.Arrays.copyOfRange(k, r * kvs, (r + len) * kvs), java.util.Arrays.copyOfRange(v, r * kvs, (r + len) * kvs), len);
-            System.arraycopy(part, 0, ctx, r * qs, part.length);
-        }
+        Kernels.sharedFloat32().forRows(rows / len, (long) len * len * qs, (from, to) -> {
+            for (int r = from * len; r < to * len; r += len) {
+                float[] part = attention(java.util.Arrays.copyOfRange(q, r * qs, (r + len) * qs),
+                        java.util.Arrays.copyOfRange(k, r * kvs, (r + len) * kvs), java.util.Arrays.copyOfRange(v, r * kvs, (r + len) * kvs), len);
+                System.arraycopy(part, 0, ctx, r * qs, part.length);
+            }
+        });
         return ctx;
     }
 
+    /** {@code silu(gate) * up}, element by element, on every core. */
     public float[] swiglu(float[] gate, float[] up) {
         float[] out = new float[gate.length];
-        for (int i = 0; i < gate.length; i++) {
-            float g = gate[i];
-            out[i] = g / (1f + (float) Math.exp(-g)) * up[i];
-        }
+        int piece = 4096;
+        Kernels.sharedFloat32().forRows((gate.length + piece - 1) / piece, 4L * piece, (from, to) -> {
+            for (int i = from * piece; i < Math.min(gate.length, to * piece); i++) {
+                float g = gate[i];
+                out[i] = g / (1f + (float) Math.exp(-g)) * up[i];
+            }
+        });
         return out;
     }
 

@@ -14,6 +14,8 @@ public final class Hessian {
     private final double[] h;
     private final float[] block;
     private final float[] transposed;
+    /** A block of rows past the first, copied to the start of an array as the product reads it (made on first use). */
+    private float[] rowsBuffer;
     private int pending;
     private long rows;
     private long flops;
@@ -30,17 +32,20 @@ public final class Hessian {
         if (x.length < (long) count * k) {
             throw new IllegalArgumentException("x has " + x.length + " values, expected " + count + " x " + k);
         }
+        Kernels<float[]> kernels = Kernels.sharedFloat32();
         for (int from = 0; from < count; from += BLOCK_ROWS) {
             int n = Math.min(BLOCK_ROWS, count - from);
-            for (int r = 0; r < n; r++) {
-                int src = (from + r) * k;
-                for (int i = 0; i < k; i++) {
-                    transposed[i * n + r] = x[src + i];
+            float[] rowsOfBlock = x;
+            if (from > 0) {
+                if (rowsBuffer == null) {
+                    rowsBuffer = new float[k * BLOCK_ROWS];
                 }
+                System.arraycopy(x, from * k, rowsBuffer, 0, n * k);
+                rowsOfBlock = rowsBuffer;
             }
-            float[] rowsOfBlock = from == 0 ? x : java.util.Arrays.copyOfRange(x, from * k, (from + n) * k);
+            kernels.transposeInto(rowsOfBlock, n, k, transposed);
             // block[k, k] += Xᵀ[k, n] · X[n, k], on and above the diagonal (H is symmetric)
-            Kernels.sharedFloat32().matmulNNUpper(transposed, rowsOfBlock, block, k, n, true);
+            kernels.matmulNNUpper(transposed, rowsOfBlock, block, k, n, true);
             flops += (long) n * k * (k + 1);
             pending += n;
             if (pending >= BLOCK_ROWS) {
@@ -79,13 +84,15 @@ public final class Hessian {
         }
         double[] out = new double[k * k];
         double f = rows == 0 ? 0 : 2.0 / rows;
-        for (int i = 0; i < k; i++) {
-            for (int j = i; j < k; j++) {
-                double v = h[i * k + j] * f;
-                out[i * k + j] = v;
-                out[j * k + i] = v;
+        Kernels.sharedFloat32().forRows(k, k / 2 + 1, (from, to) -> {
+            for (int i = from; i < to; i++) {
+                for (int j = i; j < k; j++) {
+                    double v = h[i * k + j] * f;
+                    out[i * k + j] = v;
+                    out[j * k + i] = v;
+                }
             }
-        }
+        });
         return out;
     }
 
