@@ -44,8 +44,9 @@ public final class Hessian {
                 rowsOfBlock = rowsBuffer;
             }
             kernels.transposeInto(rowsOfBlock, n, k, transposed);
-            // block[k, k] += Xᵀ[k, n] · X[n, k], on and above the diagonal (H is symmetric)
-            kernels.matmulNNUpper(transposed, rowsOfBlock, block, k, n, true);
+            // block[k, k] += Xᵀ[k, n] · X[n, k], on and above the diagonal (H is symmetric); the first product after
+            // a flush overwrites the block instead of adding to zeros (the same values: each sum starts at its first term)
+            kernels.matmulNNUpper(transposed, rowsOfBlock, block, k, n, pending > 0);
             flops += (long) n * k * (k + 1);
             pending += n;
             if (pending >= BLOCK_ROWS) {
@@ -55,14 +56,13 @@ public final class Hessian {
         rows += count;
     }
 
-    /** Adds the block's upper triangle (all that is read) to the accumulator and clears it. */
+    /** Adds the block's upper triangle (all that is read) to the accumulator; the next product overwrites the block. */
     private void flush() {
         Kernels.sharedFloat32().forRows(k, k / 2 + 1, (from, to) -> {
             for (int i = from; i < to; i++) {
                 for (int j = i * k + i; j < (i + 1) * k; j++) {
                     h[j] += block[j];
                 }
-                java.util.Arrays.fill(block, i * k + i, (i + 1) * k, 0f);
             }
         });
         pending = 0;
