@@ -30,16 +30,48 @@ public final class Gptq {
     private Gptq() {
     }
 
-    public static QuantizedLinear quantize(float[] weight, int out, int in, double[] hessian, QuantSpec spec, Options opt) {
-        int k = in;
+    /**
+     * What GPTQ derives from a Hessian alone, shared by the linears that see the same inputs (q, k and v; gate and
+     * up): the columns no calibration input reached, the column order, and the upper Cholesky factor of the inverse.
+     */
+    public record Prepared(int k, boolean[] dead, int[] perm, double[] hinv) {
+    }
+
+    public static Prepared prepare(double[] hessian, int k, Options opt) {
         double[] h = hessian.clone();
+        boolean[] dead = new boolean[k];
+        for (int j = 0; j < k; j++) {
+            if (h[j * k + j] == 0) {
+                h[j * k + j] = 1;
+                dead[j] = true;
+            }
+        }
+        int[] perm = IntStream.range(0, k).toArray();
+        if (opt.actOrder()) {
+            double[] hh = h;
+            perm = IntStream.range(0, k).boxed().sorted(Comparator.comparingDouble((Integer j) -> -hh[j * k + j]))
+                    .mapToInt(Integer::intValue).toArray();
+            h = permuteSymmetric(h, k, perm);
+        }
+        return new Prepared(k, dead, perm, InverseHessian.upperCholeskyOfInverse(h, k, opt.dampPercent()));
+    }
+
+    public static QuantizedLinear quantize(float[] weight, int out, int in, double[] hessian, QuantSpec spec, Options opt) {
+        return quantize(weight, out, in, prepare(hessian, in, opt), spec, opt);
+    }
+
+    /** As the other, with what {@link #prepare} made of the Hessian of this linear's inputs. */
+    public static QuantizedLinear quantize(float[] weight, int out, int in, Prepared prepared, QuantSpec spec, Options opt) {
+        int k = in;
+        if (prepared.k() != k) {
+            throw new IllegalArgumentException("a Hessian for " + prepared.k() + " inputs given to a linear with " + k);
+        }
         double[] w = new double[out * k];
         for (int i = 0; i < w.length; i++) {
             w[i] = weight[i];
         }
         for (int j = 0; j < k; j++) {
-            if (h[j * k + j] == 0) {
-                h[j * k + j] = 1;
+            if (prepared.dead()[j]) {
                 for (int r = 0; r < out; r++) {
                     w[r * k + j] = 0;
                 }
@@ -56,15 +88,11 @@ public final class Gptq {
                 }
             }
         }
-        int[] perm = IntStream.range(0, k).toArray();
+        int[] perm = prepared.perm();
         if (opt.actOrder()) {
-            double[] hh = h;
-            perm = IntStream.range(0, k).boxed().sorted(Comparator.comparingDouble((Integer j) -> -hh[j * k + j]))
-                    .mapToInt(Integer::intValue).toArray();
             w = permuteColumns(w, out, k, perm);
-            h = permuteSymmetric(h, k, perm);
         }
-        double[] hinv = InverseHessian.upperCholeskyOfInverse(h, k, opt.dampPercent());
+        double[] hinv = prepared.hinv();
 
         byte[] q = new byte[out * k];
         int bs = opt.blockSize();

@@ -75,6 +75,7 @@ public final class GptqRunner {
                 for (int i = 0; i < h.length; i++) {
                     hf[i] = (float) h[i];
                 }
+                Gptq.Prepared prepared = null; // the same inputs, so the same inverse for the subset's linears
                 for (Linear lin : subset) {
                     String name = TensorNames.weight(l, lin);
                     if (keep.stream().anyMatch(name::contains)) {
@@ -83,7 +84,10 @@ public final class GptqRunner {
                     float[] w = p.weights.get(lin);
                     int rows = w.length / (h.length == 0 ? 1 : (int) Math.round(Math.sqrt(h.length)));
                     int cols = w.length / rows;
-                    QuantizedLinear q = Gptq.quantize(w, rows, cols, h, spec, opt);
+                    if (prepared == null) {
+                        prepared = Gptq.prepare(h, cols, opt);
+                    }
+                    QuantizedLinear q = Gptq.quantize(w, rows, cols, prepared, spec, opt);
                     float[] deq = q.dequantize();
                     float[] rtn = Rtn.quantize(w, rows, cols, spec).dequantize();
                     errors.add(new LayerError(name, Hessian.outputError(w, deq, rows, cols, hf),

@@ -61,6 +61,46 @@ class GptqTest {
     }
 
     @Test
+    void oneInverseServesEveryLinearOfASubset() {
+        int in = 48;
+        SplittableRandom rng = new SplittableRandom(3);
+        int rows = 80;
+        double[] h = new double[in * in];
+        float[] x = new float[rows * in];
+        for (int i = 0; i < x.length; i++) {
+            x[i] = (float) rng.nextGaussian();
+        }
+        for (int t = 0; t < rows; t++) {
+            for (int i = 0; i < in; i++) {
+                for (int j = 0; j < in; j++) {
+                    h[i * in + j] += 2.0 / rows * x[t * in + i] * x[t * in + j];
+                }
+            }
+        }
+        for (int j = 0; j < in; j++) { // a column no input reached
+            h[5 * in + j] = 0;
+            h[j * in + 5] = 0;
+        }
+        QuantSpec spec = new QuantSpec(4, 16, false);
+        for (Gptq.Options opt : List.of(new Gptq.Options(16, 0.01, false), new Gptq.Options(16, 0.01, true))) {
+            Gptq.Prepared shared = Gptq.prepare(h, in, opt);
+            for (int out : new int[]{8, 24}) {
+                float[] w = new float[out * in];
+                for (int i = 0; i < w.length; i++) {
+                    w[i] = (float) rng.nextGaussian();
+                }
+                QuantizedLinear alone = Gptq.quantize(w, out, in, h, spec, opt);
+                QuantizedLinear withShared = Gptq.quantize(w, out, in, shared, spec, opt);
+                assertArrayEquals(alone.q(), withShared.q());
+                assertArrayEquals(alone.scales(), withShared.scales());
+                assertArrayEquals(alone.zeros(), withShared.zeros());
+            }
+        }
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> Gptq.quantize(new float[8 * 32], 8, 32, Gptq.prepare(h, in, Gptq.Options.defaults()), spec, Gptq.Options.defaults()));
+    }
+
+    @Test
     void gptqBeatsRtnOnEveryLinearAndByThirtyPercentOnAverageAt4Bits() {
         GptqRunner.Result r = GptqRunner.run(LayerSource.of(base), calib, QuantSpec.int4Group128(), Gptq.Options.defaults(), List.of(), Progress.NONE);
         assertTrue(r.errors().size() == 28);
