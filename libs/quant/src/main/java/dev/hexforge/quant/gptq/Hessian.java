@@ -14,8 +14,8 @@ public final class Hessian {
     private final double[] h;
     private final float[] block;
     private final float[] transposed;
-    /** A block of rows past the first, copied to the start of an array as the product reads it (made on first use). */
-    private float[] rowsBuffer;
+    /** A block of rows past the first, copied to the start of an array as the product reads it. */
+    private final float[] rowsBuffer;
     private int pending;
     private long rows;
     private long flops;
@@ -25,6 +25,7 @@ public final class Hessian {
         this.h = new double[k * k];
         this.block = new float[k * k];
         this.transposed = new float[k * BLOCK_ROWS];
+        this.rowsBuffer = new float[k * BLOCK_ROWS];
     }
 
     /** Adds rows of x [count, k]. */
@@ -37,9 +38,6 @@ public final class Hessian {
             int n = Math.min(BLOCK_ROWS, count - from);
             float[] rowsOfBlock = x;
             if (from > 0) {
-                if (rowsBuffer == null) {
-                    rowsBuffer = new float[k * BLOCK_ROWS];
-                }
                 System.arraycopy(x, from * k, rowsBuffer, 0, n * k);
                 rowsOfBlock = rowsBuffer;
             }

@@ -21,6 +21,7 @@ import java.util.List;
 import java.util.SplittableRandom;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class GptqTest {
@@ -96,7 +97,7 @@ class GptqTest {
                 assertArrayEquals(alone.zeros(), withShared.zeros());
             }
         }
-        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+        assertThrows(IllegalArgumentException.class,
                 () -> Gptq.quantize(new float[8 * 32], 8, 32, Gptq.prepare(h, in, Gptq.Options.defaults()), spec, Gptq.Options.defaults()));
     }
 
