@@ -252,6 +252,24 @@ public abstract class Kernels<A> implements AutoCloseable {
         matmulNN(dy, w, dx, n, out, n, accumulate);
     }
 
+    /** {@code y[rows, w.rows] = x[rows, w.cols] · wᵀ} for a frozen weight (a linear's forward). */
+    public void matmulNT(A x, FrozenMatrix w, A y, int rows) {
+        matmulNT(x, of(w.values()), y, rows, w.cols(), w.rows(), false);
+    }
+
+    /** {@code dx[rows, w.cols] (+)= dy[rows, w.rows] · w} for a frozen weight (a linear's input gradient). */
+    public void matmulNN(A dy, FrozenMatrix w, A dx, int rows, boolean accumulate) {
+        matmulNN(dy, of(w.values()), dx, rows, w.rows(), w.cols(), accumulate);
+    }
+
+    /** Row {@code row} of a frozen matrix into {@code dst[off ..]} (an embedding lookup). */
+    public void copyRow(FrozenMatrix w, int row, A dst, int off) {
+        int from = row * w.cols();
+        for (int j = 0; j < w.cols(); j++) {
+            set(dst, off + j, w.values()[from + j]);
+        }
+    }
+
     /** {@code g[out, in] += dy[rows, out]ᵀ · x[rows, in]}: the gradient of a weight (small, single-threaded). */
     public void matmulTN(A dy, A x, A g, int rows, int out, int in) {
         for (int t = 0; t < rows; t++) {

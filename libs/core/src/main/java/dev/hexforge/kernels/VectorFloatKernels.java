@@ -403,7 +403,7 @@ final class VectorFloatKernels extends FloatKernels {
             for (int t = from; t < tiles && (band != UPPER || t < i + 4 * L); t += 4) {
                 int oFrom = band == 2 ? t : blockFrom;
                 int oTo = band == 1 ? Math.min(out, t + 4) : blockTo;
-                tile4x4(dy, w, dx, t, i, out, in, acc, oFrom, oTo);
+                tile4x4(dy, w, in, i, dx, t, i, out, in, acc, oFrom, oTo);
             }
         }
         // columns left over by the 4-vector panels, in 2-vector ones
@@ -490,10 +490,12 @@ final class VectorFloatKernels extends FloatKernels {
     /**
      * The 4-row × 4-vector tile of rows t.. and columns i.. of {@code dy·w} over o in [oFrom, oTo): 16 accumulators,
      * 4 loads of w and 4 broadcasts of dy a step (a 4 × 2 tile did 6 for 8 products, 40–130 GFLOP/s against 100–170).
-     * Each output is the same chain of FMAs in the same order of o as in any other tile shape.
+     * Each output is the same chain of FMAs in the same order of o as in any other tile shape. Row o of the panel is
+     * read at {@code w[o · wStride + wCol ..]}: w itself ({@code wStride = in}, {@code wCol = i}) or a dense copy of
+     * the panel.
      */
-    private static void tile4x4(float[] dy, float[] w, float[] dx, int t, int i, int out, int in, boolean acc, int oFrom,
-                                int oTo) {
+    private static void tile4x4(float[] dy, float[] w, int wStride, int wCol, float[] dx, int t, int i, int out, int in,
+                                boolean acc, int oFrom, int oTo) {
         int d0 = t * out;
         int d1 = d0 + out;
         int d2 = d1 + out;
@@ -539,7 +541,7 @@ final class VectorFloatKernels extends FloatKernels {
             c33 = c00;
         }
         for (int o = oFrom; o < oTo; o++) {
-            int wo = o * in + i;
+            int wo = o * wStride + wCol;
             FloatVector w0 = FloatVector.fromArray(S, w, wo);
             FloatVector w1 = FloatVector.fromArray(S, w, wo + L);
             FloatVector w2 = FloatVector.fromArray(S, w, wo + 2 * L);
@@ -581,6 +583,177 @@ final class VectorFloatKernels extends FloatKernels {
         c31.intoArray(dx, r3 + L);
         c32.intoArray(dx, r3 + 2 * L);
         c33.intoArray(dx, r3 + 3 * L);
+    }
+
+    /**
+     * A frozen weight's forward, {@code y = x · wᵀ}, split by w's rows so that each is read from memory once (a
+     * split by x's rows made every worker read all of w, and a training batch has few rows next to w's size): four
+     * rows of w at a time against every four rows of x, as 4 × 4 dot products, with no transposed copy of w.
+     */
+    @Override
+    public void matmulNT(float[] x, FrozenMatrix w, float[] y, int rows) {
+        int out = w.rows();
+        int in = w.cols();
+        if (in % L != 0 || out % 4 != 0) {
+            super.matmulNT(x, w, y, rows);
+            return;
+        }
+        forRows(out / 4, (long) rows * in * 4, (from, to) -> ntFrozen(x, w.values(), y, rows, in, out, from * 4, to * 4));
+    }
+
+    private static void ntFrozen(float[] x, float[] w, float[] y, int rows, int in, int out, int oFrom, int oTo) {
+        int quads = rows / 4 * 4;
+        for (int o = oFrom; o < oTo; o += 4) {
+            for (int t = 0; t < quads; t += 4) {
+                dotTile4x4(x, t, w, o * in, y, o, in, out);
+            }
+            for (int t = quads; t < rows; t++) {
+                dotTile1x4(x, t, w, o * in, y, o, in, out);
+            }
+        }
+    }
+
+    /** {@code y[t..t+3, o..o+3]} as 16 dot products of length {@code in} (a multiple of L): 8 loads for 16 FMAs. */
+    private static void dotTile4x4(float[] x, int t, float[] w, int w0, float[] y, int o, int in, int out) {
+        int x0 = t * in;
+        int x1 = x0 + in;
+        int x2 = x1 + in;
+        int x3 = x2 + in;
+        int w1 = w0 + in;
+        int w2 = w1 + in;
+        int w3 = w2 + in;
+        FloatVector a00 = FloatVector.zero(S), a01 = a00, a02 = a00, a03 = a00;
+        FloatVector a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+        FloatVector a20 = a00, a21 = a00, a22 = a00, a23 = a00;
+        FloatVector a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+        for (int i = 0; i < in; i += L) {
+            FloatVector v0 = FloatVector.fromArray(S, w, w0 + i);
+            FloatVector v1 = FloatVector.fromArray(S, w, w1 + i);
+            FloatVector v2 = FloatVector.fromArray(S, w, w2 + i);
+            FloatVector v3 = FloatVector.fromArray(S, w, w3 + i);
+            FloatVector u = FloatVector.fromArray(S, x, x0 + i);
+            a00 = u.fma(v0, a00);
+            a01 = u.fma(v1, a01);
+            a02 = u.fma(v2, a02);
+            a03 = u.fma(v3, a03);
+            u = FloatVector.fromArray(S, x, x1 + i);
+            a10 = u.fma(v0, a10);
+            a11 = u.fma(v1, a11);
+            a12 = u.fma(v2, a12);
+            a13 = u.fma(v3, a13);
+            u = FloatVector.fromArray(S, x, x2 + i);
+            a20 = u.fma(v0, a20);
+            a21 = u.fma(v1, a21);
+            a22 = u.fma(v2, a22);
+            a23 = u.fma(v3, a23);
+            u = FloatVector.fromArray(S, x, x3 + i);
+            a30 = u.fma(v0, a30);
+            a31 = u.fma(v1, a31);
+            a32 = u.fma(v2, a32);
+            a33 = u.fma(v3, a33);
+        }
+        store4(y, t * out + o, a00, a01, a02, a03);
+        store4(y, (t + 1) * out + o, a10, a11, a12, a13);
+        store4(y, (t + 2) * out + o, a20, a21, a22, a23);
+        store4(y, (t + 3) * out + o, a30, a31, a32, a33);
+    }
+
+    /** One row of {@link #dotTile4x4}: the same chain for each output. */
+    private static void dotTile1x4(float[] x, int t, float[] w, int w0, float[] y, int o, int in, int out) {
+        int x0 = t * in;
+        int w1 = w0 + in;
+        int w2 = w1 + in;
+        int w3 = w2 + in;
+        FloatVector a0 = FloatVector.zero(S), a1 = a0, a2 = a0, a3 = a0;
+        for (int i = 0; i < in; i += L) {
+            FloatVector u = FloatVector.fromArray(S, x, x0 + i);
+            a0 = u.fma(FloatVector.fromArray(S, w, w0 + i), a0);
+            a1 = u.fma(FloatVector.fromArray(S, w, w1 + i), a1);
+            a2 = u.fma(FloatVector.fromArray(S, w, w2 + i), a2);
+            a3 = u.fma(FloatVector.fromArray(S, w, w3 + i), a3);
+        }
+        store4(y, t * out + o, a0, a1, a2, a3);
+    }
+
+    private static void store4(float[] y, int at, FloatVector a0, FloatVector a1, FloatVector a2, FloatVector a3) {
+        y[at] = a0.reduceLanes(VectorOperators.ADD);
+        y[at + 1] = a1.reduceLanes(VectorOperators.ADD);
+        y[at + 2] = a2.reduceLanes(VectorOperators.ADD);
+        y[at + 3] = a3.reduceLanes(VectorOperators.ADD);
+    }
+
+    /** Rows of w taken at a time by the input gradient: 64 rows of 896 floats are 229 KB. */
+    private static final int FROZEN_BLOCK = 64;
+
+    /**
+     * A frozen weight's input gradient, {@code dx (+)= dy · w}: each worker takes a range of dy's rows and reads w in
+     * order, a block of {@value #FROZEN_BLOCK} rows at a time, against its rows in 4 × 4L tiles, so a block stays in
+     * cache for every tile. Splitting by column panels of w instead read it 256 bytes a row (an LM head's 151,936 rows
+     * lie 3.5 KB apart, a TLB miss each). Each output is the FMA chain over o that {@link #matmulNN} computes.
+     */
+    @Override
+    public void matmulNN(float[] dy, FrozenMatrix w, float[] dx, int rows, boolean accumulate) {
+        int out = w.rows();
+        int in = w.cols();
+        if (in % (4 * L) != 0) {
+            super.matmulNN(dy, w, dx, rows, accumulate);
+            return;
+        }
+        forRows(rows, (long) in * out, perCore(rows, 4),
+                (from, to) -> nnFrozen(dy, w.values(), dx, from, to, out, in, accumulate));
+    }
+
+    private static void nnFrozen(float[] dy, float[] w, float[] dx, int from, int to, int out, int in, boolean accumulate) {
+        int width = 4 * L;
+        int quads = from + (to - from) / 4 * 4;
+        for (int o0 = 0; o0 < out; o0 += FROZEN_BLOCK) {
+            int o1 = Math.min(out, o0 + FROZEN_BLOCK);
+            boolean acc = accumulate || o0 > 0;
+            for (int i = 0; i < in; i += width) {
+                for (int t = from; t < quads; t += 4) {
+                    tile4x4(dy, w, in, i, dx, t, i, out, in, acc, o0, o1);
+                }
+                for (int t = quads; t < to; t++) {
+                    row1x4(dy, w, in, i, dx, t, i, out, in, acc, o0, o1);
+                }
+            }
+        }
+    }
+
+    /** One row of {@link #tile4x4}: the same FMA chain over o for each output. */
+    private static void row1x4(float[] dy, float[] w, int wStride, int wCol, float[] dx, int t, int i, int out, int in,
+                               boolean acc, int oFrom, int oTo) {
+        int r0 = t * in + i;
+        FloatVector c0, c1, c2, c3;
+        if (acc) {
+            c0 = FloatVector.fromArray(S, dx, r0);
+            c1 = FloatVector.fromArray(S, dx, r0 + L);
+            c2 = FloatVector.fromArray(S, dx, r0 + 2 * L);
+            c3 = FloatVector.fromArray(S, dx, r0 + 3 * L);
+        } else {
+            c0 = FloatVector.zero(S);
+            c1 = c0;
+            c2 = c0;
+            c3 = c0;
+        }
+        int d0 = t * out;
+        for (int o = oFrom; o < oTo; o++) {
+            int wo = o * wStride + wCol;
+            FloatVector b = FloatVector.broadcast(S, dy[d0 + o]);
+            c0 = FloatVector.fromArray(S, w, wo).fma(b, c0);
+            c1 = FloatVector.fromArray(S, w, wo + L).fma(b, c1);
+            c2 = FloatVector.fromArray(S, w, wo + 2 * L).fma(b, c2);
+            c3 = FloatVector.fromArray(S, w, wo + 3 * L).fma(b, c3);
+        }
+        c0.intoArray(dx, r0);
+        c1.intoArray(dx, r0 + L);
+        c2.intoArray(dx, r0 + 2 * L);
+        c3.intoArray(dx, r0 + 3 * L);
+    }
+
+    @Override
+    public void copyRow(FrozenMatrix w, int row, float[] dst, int off) {
+        System.arraycopy(w.values(), row * w.cols(), dst, off, w.cols());
     }
 
     /** Columns [from, in) of one row of {@code dy·w}. */

@@ -51,6 +51,51 @@ class KernelsTest {
         fast.close();
     }
 
+    /**
+     * Products over a frozen weight (split by w's rows or blocks of them instead of by x's rows): the plain loops'
+     * values, and the input gradient bit for bit the float product's (the same FMA chain), on shapes the split takes
+     * (with row tails and more than one block of w) and ones it leaves to the general product.
+     */
+    @Test
+    void frozenProductsMatchThePlainLoops() {
+        Kernels<float[]> fast = Kernels.float32(2);
+        Kernels<float[]> plain = new FloatKernels(1);
+        SplittableRandom rng = new SplittableRandom(7);
+        int[][] shapes = {{1, 16, 4}, {3, 64, 8}, {5, 128, 64}, {17, 64, 2052}, {128, 192, 64}, {6, 33, 10}, {9, 70, 9}};
+        for (int[] s : shapes) {
+            int rows = s[0];
+            int in = s[1];
+            int out = s[2];
+            float[] w = random(rng, out * in);
+            FrozenMatrix frozen = new FrozenMatrix(w, out, in);
+            float[] x = random(rng, rows * in);
+            float[] dy = random(rng, rows * out);
+            String shape = rows + "x" + in + "x" + out;
+            float[] y = new float[rows * out];
+            float[] ref = new float[rows * out];
+            fast.matmulNT(x, frozen, y, rows);
+            plain.matmulNT(x, w, ref, rows, in, out, false);
+            close(ref, y, in, "frozen NT " + shape);
+            for (boolean acc : new boolean[]{false, true}) {
+                float[] seed = random(rng, rows * in);
+                float[] a = seed.clone();
+                float[] b = seed.clone();
+                float[] c = seed.clone();
+                fast.matmulNN(dy, frozen, a, rows, acc);
+                fast.matmulNN(dy, w, b, rows, out, in, acc);
+                plain.matmulNN(dy, w, c, rows, out, in, acc);
+                assertArrayEquals(b, a, "frozen NN against the float product, " + shape + " acc " + acc);
+                close(c, a, out, "frozen NN " + shape + " acc " + acc);
+            }
+            float[] row = new float[in + 3];
+            fast.copyRow(frozen, out - 1, row, 3);
+            for (int j = 0; j < in; j++) {
+                assertEquals(w[(out - 1) * in + j], row[3 + j]);
+            }
+        }
+        fast.close();
+    }
+
     @Test
     void triangularProductsEqualTheFullProduct() {
         Kernels<float[]> fast = Kernels.float32(2);

@@ -1,5 +1,6 @@
 package dev.hexforge.lora.train;
 
+import dev.hexforge.kernels.FrozenMatrix;
 import dev.hexforge.kernels.Kernels;
 import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.checkpoint.TensorNames.Linear;
@@ -22,14 +23,14 @@ import java.util.SplittableRandom;
  * its (dropped-out) input and {@code scale · A x}.
  */
 public final class LoraTrainingModel<A> {
-    /** Logit values computed at once: bounds memory for large vocabularies (16 MB of float32). */
-    private static final int LOSS_CHUNK_VALUES = 1 << 22;
+    /** Logit values computed at once: bounds memory for large vocabularies (64 MB of float32, 110 rows of Qwen's). */
+    private static final int LOSS_CHUNK_VALUES = 1 << 24;
 
     private final Kernels<A> k;
     private final ModelConfig c;
     private final LoraParams<A> params;
-    private final A embed;
-    private final A lmHead;
+    private final FrozenMatrix embed;
+    private final FrozenMatrix lmHead;
     private final A lmHeadT; // [hidden, vocab] when within the budget, else null
     private final A finalNorm;
     private final FrozenLayer<A>[] layers;
@@ -40,42 +41,52 @@ public final class LoraTrainingModel<A> {
     private static final class FrozenLayer<A> {
         A inputNorm;
         A postNorm;
-        final Map<Linear, A> w = new EnumMap<>(Linear.class);
+        final Map<Linear, FrozenMatrix> w = new EnumMap<>(Linear.class);
         final Map<Linear, A> b = new EnumMap<>(Linear.class);
         /** wᵀ [in, out], kept when the model is small enough (see {@link #TRANSPOSED_BUDGET}); else empty. */
         final Map<Linear, A> wt = new EnumMap<>(Linear.class);
     }
 
-    /** Frozen linear values (all layers) up to which a transposed copy is kept for the forward: 256 MB of float32. */
+    /**
+     * Frozen values (all linears and the head) up to which a float32 transposed copy is kept for the forward, which
+     * then runs as broadcast FMAs with no horizontal sums: 256 MB. Past it, the forward reads the frozen weight
+     * itself (dot products over rows of w), which at a 0.5B model's sizes is as fast and takes no memory.
+     */
     private static final long TRANSPOSED_BUDGET = 1L << 26;
 
-    @SuppressWarnings("unchecked")
     public LoraTrainingModel(Kernels<A> k, DecoderWeights weights, LoraParams<A> params) {
+        this(k, weights, params, TRANSPOSED_BUDGET);
+    }
+
+    /** With the budget for transposed copies given: 0 makes a small model take the path of large ones (tests). */
+    @SuppressWarnings("unchecked")
+    LoraTrainingModel(Kernels<A> k, DecoderWeights weights, LoraParams<A> params, long transposedBudget) {
         this.k = k;
         this.c = weights.config();
         this.params = params;
-        this.embed = k.of(weights.embed());
-        this.lmHead = weights.lmHead() == weights.embed() ? embed : k.of(weights.lmHead());
+        this.embed = new FrozenMatrix(weights.embed(), c.vocabSize(), c.hiddenSize());
+        this.lmHead = weights.lmHead() == weights.embed() ? embed
+                : new FrozenMatrix(weights.lmHead(), c.vocabSize(), c.hiddenSize());
         this.finalNorm = k.of(weights.finalNorm());
         this.layers = new FrozenLayer[c.numLayers()];
-        long linearValues = 0;
+        long frozenValues = (long) c.vocabSize() * c.hiddenSize();
         for (int l = 0; l < layers.length; l++) {
             for (Linear lin : Linear.values()) {
-                linearValues += weights.layer(l).weight(lin).length;
+                frozenValues += weights.layer(l).weight(lin).length;
             }
         }
-        boolean keepTransposed = linearValues + k.length(lmHead) <= TRANSPOSED_BUDGET;
-        this.lmHeadT = keepTransposed ? k.transpose(lmHead, c.vocabSize(), c.hiddenSize()) : null;
+        boolean keepTransposed = frozenValues <= transposedBudget;
+        this.lmHeadT = keepTransposed ? k.transpose(k.of(lmHead.values()), c.vocabSize(), c.hiddenSize()) : null;
         for (int l = 0; l < layers.length; l++) {
             DecoderWeights.Layer src = weights.layer(l);
             FrozenLayer<A> f = new FrozenLayer<>();
             f.inputNorm = k.of(src.inputNorm());
             f.postNorm = k.of(src.postAttentionNorm());
             for (Linear lin : Linear.values()) {
-                f.w.put(lin, k.of(src.weight(lin)));
+                int[] shape = LoraParams.shape(c, lin);
+                f.w.put(lin, new FrozenMatrix(src.weight(lin), shape[0], shape[1]));
                 if (keepTransposed) {
-                    int[] shape = LoraParams.shape(c, lin);
-                    f.wt.put(lin, k.transpose(f.w.get(lin), shape[0], shape[1]));
+                    f.wt.put(lin, k.transpose(k.of(src.weight(lin)), shape[0], shape[1]));
                 }
                 if (src.bias(lin) != null) {
                     f.b.put(lin, k.of(src.bias(lin)));
@@ -221,7 +232,7 @@ public final class LoraTrainingModel<A> {
             int h = c.hiddenSize();
             A x = k.alloc(t * h);
             for (int i = 0; i < t; i++) {
-                k.copy(embed, ids[i] * h, x, i * h, h);
+                k.copyRow(embed, ids[i], x, i * h);
             }
             for (int l = 0; l < layers.length; l++) {
                 x = layerForward(l, x);
@@ -276,7 +287,7 @@ public final class LoraTrainingModel<A> {
             if (wt != null) {
                 k.matmulNN(in, wt, y, t, inDim, outDim, false);
             } else {
-                k.matmulNT(in, f.w.get(lin), y, t, inDim, outDim, false);
+                k.matmulNT(in, f.w.get(lin), y, t);
             }
             A bias = f.b.get(lin);
             if (bias != null) {
@@ -325,7 +336,7 @@ public final class LoraTrainingModel<A> {
 
         /** Backward of one linear: returns nothing, adds {@code dy · W} (and the adapter's part) into {@code dIn}. */
         void linearBackward(int l, Linear lin, A dy, int inDim, int outDim, A dIn, LayerCache lc) {
-            k.matmulNN(dy, layers[l].w.get(lin), dIn, t, outDim, inDim, true);
+            k.matmulNN(dy, layers[l].w.get(lin), dIn, t, true);
             LoraParams.Module<A> m = params.module(l, lin);
             if (m == null) {
                 return;
@@ -515,7 +526,10 @@ public final class LoraTrainingModel<A> {
             if (withGrad) {
                 dFinal = k.alloc(t * h);
             }
-            int chunk = Math.max(1, LOSS_CHUNK_VALUES / vocab);
+            // chunks of equal size: the head is read once per chunk, and a short last chunk reads it for few rows
+            int most = Math.max(1, LOSS_CHUNK_VALUES / vocab);
+            int chunks = (lossRows.length + most - 1) / most;
+            int chunk = chunks == 0 ? 1 : (lossRows.length + chunks - 1) / chunks;
             for (int from = 0; from < lossRows.length; from += chunk) {
                 int n = Math.min(chunk, lossRows.length - from);
                 A xs = k.alloc(n * h);
@@ -529,7 +543,7 @@ public final class LoraTrainingModel<A> {
                 if (lmHeadT != null) {
                     k.matmulNN(normed, lmHeadT, logits, n, h, vocab, false);
                 } else {
-                    k.matmulNT(normed, lmHead, logits, n, h, vocab, false);
+                    k.matmulNT(normed, lmHead, logits, n);
                 }
                 for (int i = 0; i < n; i++) {
                     int off = i * vocab;
@@ -545,7 +559,7 @@ public final class LoraTrainingModel<A> {
                 }
                 if (withGrad) {
                     A dNormed = k.alloc(n * h);
-                    k.matmulNN(logits, lmHead, dNormed, n, vocab, h, false);
+                    k.matmulNN(logits, lmHead, dNormed, n, false);
                     A dx = k.alloc(n * h);
                     rmsNormBackward(dNormed, xs, finalNorm, rstd, dx, h, n);
                     for (int i = 0; i < n; i++) {

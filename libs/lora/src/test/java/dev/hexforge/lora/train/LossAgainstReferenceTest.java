@@ -15,6 +15,7 @@ import org.junit.jupiter.api.Test;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The training forward's response loss on eval.json against the reference run's figures (results.json). */
 class LossAgainstReferenceTest {
@@ -57,6 +58,38 @@ class LossAgainstReferenceTest {
         try (Kernels<float[]> k = Kernels.float32(2)) {
             LoraAdapter adapter = LoraAdapter.read(Fixtures.root().resolve("lora-task/reference_adapter"), weights.config());
             assertEquals(ref, meanLoss(new LoraTrainingModel<>(k, weights, LoraParams.from(k, weights.config(), adapter))), 1e-4);
+        }
+    }
+
+    /**
+     * A large model's path — no transposed copies, the forward reading each frozen weight itself by dot products —
+     * against a small model's, with dropout on: the same loss and gradients up to float32 rounding.
+     */
+    @Test
+    void theFrozenPathOfLargeModelsGivesTheSmallModelsLossAndGradients() {
+        List<TrainingExample> batch = eval.subList(0, 8);
+        try (Kernels<float[]> k = Kernels.float32(2)) {
+            LoraAdapter adapter = LoraAdapter.read(Fixtures.root().resolve("lora-task/reference_adapter"), weights.config());
+            LoraParams<float[]> small = LoraParams.from(k, weights.config(), adapter);
+            LoraParams<float[]> large = LoraParams.from(k, weights.config(), adapter);
+            double a = new LoraTrainingModel<>(k, weights, small).forwardBackward(batch, 1e-2, 3).sum();
+            double b = new LoraTrainingModel<>(k, weights, large, 0).forwardBackward(batch, 1e-2, 3).sum();
+            assertEquals(a, b, 1e-5 * Math.abs(a));
+            for (int m = 0; m < small.modules().size(); m++) {
+                close(small.modules().get(m).gradA, large.modules().get(m).gradA, "gradA of module " + m);
+                close(small.modules().get(m).gradB, large.modules().get(m).gradB, "gradB of module " + m);
+            }
+        }
+    }
+
+    private static void close(float[] expected, float[] got, String what) {
+        double scale = 0;
+        for (float v : expected) {
+            scale = Math.max(scale, Math.abs(v));
+        }
+        assertTrue(scale > 0, what + " is zero");
+        for (int i = 0; i < expected.length; i++) {
+            assertEquals(expected[i], got[i], 1e-4 * scale, what + " at " + i);
         }
     }
 
