@@ -4,6 +4,7 @@ import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.checkpoint.TensorNames.Linear;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.DecodeSession;
+import dev.hexforge.kernels.FrozenMatrix;
 import dev.hexforge.kernels.Kernels;
 
 /**
@@ -77,6 +78,9 @@ public final class DecoderForward implements CausalLm {
      */
     public float[][] forward(int[] ids, KvCache cache, boolean allLogits) {
         cache.checkRoom(ids.length);
+        if (ids.length >= BATCHED_FROM) {
+            return forwardRows(ids, cache, allLogits);
+        }
         float[][] out = new float[ids.length][];
         Scratch s = new Scratch(c);
         for (int t = 0; t < ids.length; t++) {
@@ -105,6 +109,133 @@ public final class DecoderForward implements CausalLm {
             out[t] = trace;
         }
         return out;
+    }
+
+    /** Tokens from which a forward runs them through each layer together (a prompt) rather than one by one. */
+    private static final int BATCHED_FROM = 4;
+    /** Rows of logits computed at a time: the head is read once per chunk, the chunk's logits are a copy more. */
+    private static final int HEAD_ROWS = 64;
+
+    /**
+     * {@link #forward} for several tokens at once: every linear reads its weight once for all of them
+     * ({@link Kernels#matmulNT(Object, FrozenMatrix, Object, int)}, whose outputs are the matVec's dot products), and
+     * everything else runs row by row in the one-token code, so each value is the one the token-by-token forward
+     * gives, bit for bit.
+     */
+    private float[][] forwardRows(int[] ids, KvCache cache, boolean allLogits) {
+        int n = ids.length;
+        int h = c.hiddenSize();
+        int qs = c.qSize();
+        int kvs = c.kvSize();
+        int inter = c.intermediateSize();
+        int pos0 = cache.length();
+        if (pos0 + n > rope.positions()) {
+            throw new IllegalArgumentException("position " + (pos0 + n - 1) + " is past max_position_embeddings "
+                    + rope.positions());
+        }
+        float[] x = new float[n * h];
+        for (int t = 0; t < n; t++) {
+            int token = ids[t];
+            if (token < 0 || token >= c.vocabSize()) {
+                throw new IllegalArgumentException("token id " + token + " is outside the vocabulary (0.." + (c.vocabSize() - 1) + ")");
+            }
+            System.arraycopy(w.embed(), token * h, x, t * h, h);
+        }
+        float[] normed = new float[n * h];
+        float[] q = new float[n * qs];
+        float[] keys = new float[n * kvs];
+        float[] values = new float[n * kvs];
+        float[] attn = new float[n * qs];
+        float[] proj = new float[n * h];
+        float[] gate = new float[n * inter];
+        float[] up = new float[n * inter];
+        Scratch s = new Scratch(c);
+        for (int l = 0; l < c.numLayers(); l++) {
+            DecoderWeights.Layer L = w.layer(l);
+            rmsNormRows(x, L.inputNorm, normed, n);
+            linearRows(L, Linear.Q, normed, q, n, qs, h);
+            linearRows(L, Linear.K, normed, keys, n, kvs, h);
+            linearRows(L, Linear.V, normed, values, n, kvs, h);
+            for (int t = 0; t < n; t++) {
+                for (int head = 0; head < c.numHeads(); head++) {
+                    rope.apply(q, t * qs + head * c.headDim(), pos0 + t);
+                }
+                for (int head = 0; head < c.numKvHeads(); head++) {
+                    rope.apply(keys, t * kvs + head * c.headDim(), pos0 + t);
+                }
+            }
+            System.arraycopy(keys, 0, cache.keys(l), pos0 * kvs, n * kvs);
+            System.arraycopy(values, 0, cache.values(l), pos0 * kvs, n * kvs);
+            for (int t = 0; t < n; t++) {
+                System.arraycopy(q, t * qs, s.q, 0, qs);
+                attention(cache, l, pos0 + t, s);
+                System.arraycopy(s.attn, 0, attn, t * qs, qs);
+            }
+            linearRows(L, Linear.O, attn, proj, n, h, qs);
+            for (int i = 0; i < n * h; i++) {
+                x[i] += proj[i];
+            }
+            rmsNormRows(x, L.postAttentionNorm, normed, n);
+            linearRows(L, Linear.GATE, normed, gate, n, inter, h);
+            linearRows(L, Linear.UP, normed, up, n, inter, h);
+            for (int i = 0; i < n * inter; i++) {
+                float g = gate[i];
+                gate[i] = g / (1f + (float) Math.exp(-g)) * up[i];
+            }
+            linearRows(L, Linear.DOWN, gate, proj, n, h, inter);
+            for (int i = 0; i < n * h; i++) {
+                x[i] += proj[i];
+            }
+        }
+        for (int t = 0; t < n; t++) {
+            cache.advance();
+        }
+        float[][] out = new float[n][];
+        int vocab = c.vocabSize();
+        FrozenMatrix head = new FrozenMatrix(w.lmHead(), vocab, h);
+        int chunk = Math.min(n, HEAD_ROWS);
+        float[] finalNormed = new float[chunk * h];
+        float[] logits = new float[chunk * vocab];
+        for (int from = allLogits ? 0 : n - 1; from < n; from += chunk) {
+            int rows = Math.min(chunk, n - from);
+            for (int t = 0; t < rows; t++) {
+                rmsNorm(x, (from + t) * h, w.finalNorm(), finalNormed, t * h);
+            }
+            k.matmulNT(finalNormed, head, logits, rows);
+            for (int t = 0; t < rows; t++) {
+                out[from + t] = java.util.Arrays.copyOfRange(logits, t * vocab, (t + 1) * vocab);
+            }
+        }
+        return out;
+    }
+
+    private void rmsNormRows(float[] x, float[] weight, float[] out, int rows) {
+        int h = c.hiddenSize();
+        for (int t = 0; t < rows; t++) {
+            rmsNorm(x, t * h, weight, out, t * h);
+        }
+    }
+
+    /** {@link #linear} for n rows: [n, cols] in, [n, rows] out. */
+    private void linearRows(DecoderWeights.Layer L, Linear which, float[] in, float[] out, int n, int rows, int cols) {
+        k.matmulNT(in, new FrozenMatrix(L.weight(which), rows, cols), out, n);
+        float[] b = L.bias(which);
+        DecoderWeights.LowRankDelta lora = L.adapter(which);
+        for (int t = 0; t < n; t++) {
+            int o = t * rows;
+            if (b != null) {
+                for (int i = 0; i < rows; i++) {
+                    out[o + i] += b[i];
+                }
+            }
+            if (lora != null) {
+                float[] ax = new float[lora.rank()];
+                k.matVec(lora.a(), lora.rank(), cols, in, t * cols, ax, 0);
+                for (int i = 0; i < rows; i++) {
+                    out[o + i] += lora.scale() * (float) k.dot(lora.b(), i * lora.rank(), ax, 0, lora.rank());
+                }
+            }
+        }
     }
 
     private static final class Scratch {
@@ -242,14 +373,21 @@ public final class DecoderForward implements CausalLm {
     }
 
     private void rmsNorm(float[] x, float[] weight, float[] out) {
+        rmsNorm(x, 0, weight, out, 0);
+    }
+
+    /** One row of hidden size from {@code x[xOff]} into {@code out[outOff]}. */
+    private void rmsNorm(float[] x, int xOff, float[] weight, float[] out, int outOff) {
+        int n = c.hiddenSize();
         double ss = 0;
-        for (float v : x) {
+        for (int i = 0; i < n; i++) {
+            float v = x[xOff + i];
             ss += (double) v * v;
         }
-        float variance = (float) (ss / x.length);
+        float variance = (float) (ss / n);
         float inv = (float) (1.0 / Math.sqrt(variance + (float) c.rmsNormEps()));
-        for (int i = 0; i < x.length; i++) {
-            out[i] = weight[i] * (x[i] * inv);
+        for (int i = 0; i < n; i++) {
+            out[outOff + i] = weight[i] * (x[xOff + i] * inv);
         }
     }
 }

@@ -252,9 +252,21 @@ public abstract class Kernels<A> implements AutoCloseable {
         matmulNN(dy, w, dx, n, out, n, accumulate);
     }
 
-    /** {@code y[rows, w.rows] = x[rows, w.cols] · wᵀ} for a frozen weight (a linear's forward). */
+    /**
+     * {@code y[rows, w.rows] = x[rows, w.cols] · wᵀ} for a frozen weight (a linear's forward): every output is
+     * exactly {@code dot(x row, w row)}, the value {@link #matVec} gives for that row, whatever the split.
+     */
     public void matmulNT(A x, FrozenMatrix w, A y, int rows) {
-        matmulNT(x, of(w.values()), y, rows, w.cols(), w.rows(), false);
+        A wa = of(w.values());
+        int in = w.cols();
+        int out = w.rows();
+        forRows(rows, (long) in * out, (from, to) -> {
+            for (int t = from; t < to; t++) {
+                for (int o = 0; o < out; o++) {
+                    set(y, t * out + o, dot(x, t * in, wa, o * in, in));
+                }
+            }
+        });
     }
 
     /** {@code dx[rows, w.cols] (+)= dy[rows, w.rows] · w} for a frozen weight (a linear's input gradient). */

@@ -588,7 +588,8 @@ final class VectorFloatKernels extends FloatKernels {
     /**
      * A frozen weight's forward, {@code y = x · wᵀ}, split by w's rows so that each is read from memory once (a
      * split by x's rows made every worker read all of w, and a training batch has few rows next to w's size): four
-     * rows of w at a time against every four rows of x, as 4 × 4 dot products, with no transposed copy of w.
+     * rows of w at a time against every four rows of x, as 4 × 4 dot products, with no transposed copy of w. Each is
+     * the chain {@link #dot} runs (FMAs over whole vectors, then the lanes summed), so the same bits as a matVec.
      */
     @Override
     public void matmulNT(float[] x, FrozenMatrix w, float[] y, int rows) {

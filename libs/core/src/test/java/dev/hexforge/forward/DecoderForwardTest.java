@@ -100,6 +100,53 @@ class DecoderForwardTest {
         }
     }
 
+    /**
+     * Tokens run through the layers together (a prompt) give the token-by-token forward's logits bit for bit, with
+     * both kernel providers, after a cached prefix, and with an unmerged adapter on some linears.
+     */
+    @Test
+    void aPromptRunTogetherEqualsItTokenByTokenBitForBit() {
+        int[] ids = ids("en");
+        java.util.SplittableRandom rng = new java.util.SplittableRandom(3);
+        DecoderWeights adapted = weights.withAdapters((l, lin) -> lin == dev.hexforge.checkpoint.TensorNames.Linear.V
+                || lin == dev.hexforge.checkpoint.TensorNames.Linear.DOWN ? delta(rng, weights.layer(l).weight(lin).length,
+                lin == dev.hexforge.checkpoint.TensorNames.Linear.V ? weights.config().kvSize() : weights.config().hiddenSize()) : null);
+        for (DecoderWeights w : List.of(weights, adapted)) {
+            for (Kernels<float[]> k : List.of(new FloatKernels(1), Kernels.float32(2))) {
+                try (k) {
+                    DecoderForward fwd = new DecoderForward(w, k);
+                    KvCache oneByOne = new KvCache(w.config(), ids.length);
+                    float[][] single = new float[ids.length][];
+                    for (int t = 0; t < ids.length; t++) {
+                        single[t] = fwd.forward(new int[]{ids[t]}, oneByOne, true)[0];
+                    }
+                    float[][] together = fwd.logits(ids);
+                    KvCache cache = new KvCache(w.config(), ids.length);
+                    fwd.forward(Arrays.copyOf(ids, 2), cache, false);
+                    float[][] rest = fwd.forward(Arrays.copyOfRange(ids, 2, ids.length), cache, false);
+                    for (int t = 0; t < ids.length; t++) {
+                        assertArrayEquals(single[t], together[t], k.name() + " position " + t);
+                    }
+                    assertArrayEquals(single[ids.length - 1], rest[rest.length - 1], k.name() + " after a cached prefix");
+                }
+            }
+        }
+    }
+
+    private static DecoderWeights.LowRankDelta delta(java.util.SplittableRandom rng, int values, int out) {
+        int rank = 4;
+        int in = values / out;
+        float[] a = new float[rank * in];
+        float[] b = new float[out * rank];
+        for (int i = 0; i < a.length; i++) {
+            a[i] = (float) rng.nextGaussian() * 0.05f;
+        }
+        for (int i = 0; i < b.length; i++) {
+            b[i] = (float) rng.nextGaussian() * 0.05f;
+        }
+        return new DecoderWeights.LowRankDelta(a, b, rank, 2f);
+    }
+
     @Test
     void greedyContinuationsMatchUpToTheNearTie() {
         JsonNode prompts = Fixtures.json(Fixtures.reference("reference.json")).path("prompts");
