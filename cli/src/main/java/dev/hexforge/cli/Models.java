@@ -3,6 +3,7 @@ package dev.hexforge.cli;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.forward.DecoderForward;
 import dev.hexforge.forward.DecoderWeights;
+import dev.hexforge.memory.MemoryPlan;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.runtime.OnnxLm;
@@ -49,6 +50,7 @@ final class Models {
             return OnnxLm.open(dir, threads);
         }
         try (Checkpoint ckpt = Checkpoint.open(dir)) {
+            MemoryPlan.require(MemoryPlan.referenceForward(ckpt.config()));
             return new DecoderForward(DecoderWeights.load(ckpt));
         }
     }

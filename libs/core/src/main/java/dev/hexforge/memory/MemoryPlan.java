@@ -30,15 +30,20 @@ public final class MemoryPlan {
     /** A collector needs room to move what is live; below this share of slack a full heap thrashes. */
     static final double HEADROOM = 1.15;
 
-    /** One stage's need for one model. */
+    /** One stage's need for one model; {@code stage} is null for work outside the fleet's stages (the CLI's). */
     public record Estimate(Stage stage, long bytes, String basis) {
         /** The heap a process should have for it (the need plus the collector's slack). */
         public long heap() {
             return (long) (bytes * HEADROOM);
         }
 
+        /** What needs it: the stage, or the Java reference forward. */
+        public String what() {
+            return stage != null ? stage.id() : "the Java reference forward";
+        }
+
         public String describe() {
-            return String.format(Locale.ROOT, "%s needs about %s of memory for this model (%s)", stage.id(), gb(heap()), basis);
+            return String.format(Locale.ROOT, "%s needs about %s of memory for this model (%s)", what(), gb(heap()), basis);
         }
     }
 
@@ -131,6 +136,15 @@ public final class MemoryPlan {
                 gb(activations), batch, len));
     }
 
+    /**
+     * The Java reference forward on a Hugging Face folder (`hexforge generate` / `eval` / `bench generate` without an
+     * export): the whole model in float32, beside which a prompt's activations and logits are small.
+     */
+    public static Estimate referenceForward(ModelConfig c) {
+        long p = parameters(c);
+        return new Estimate(null, BASE + 4 * p, String.format(Locale.ROOT, "%.2f B parameters in float32", p / 1e9));
+    }
+
     /** Export and merge read and write a tensor at a time. */
     public static Estimate streaming(Stage stage, ModelConfig c) {
         return new Estimate(stage, BASE + largestTensor(c) * Float.BYTES, "tensor by tensor; the largest is "
@@ -170,8 +184,10 @@ public final class MemoryPlan {
         if (e.heap() > have) {
             throw new HexforgeException(ErrorCode.OUT_OF_MEMORY, e.describe() + "; this process can have " + gb(have),
                     "give the process more memory (bin/hexforge gives the CLI 75% of the machine's; HEXFORGE_JAVA_OPTS=-Xmx"
-                            + xmxGigabytes(e) + "g sets it; in the fleet, the " + e.stage().id()
-                            + " service's heap), or use a smaller model, batch or calibration set", null);
+                            + xmxGigabytes(e) + "g sets it" + (e.stage() == null
+                            ? "), or run an ONNX export of the model (hexforge export) or a smaller model"
+                            : "; in the fleet, the " + e.stage().id() + " service's heap), or use a smaller model, batch or "
+                            + "calibration set"), null);
         }
     }
 

@@ -57,6 +57,21 @@ class MemoryPlanTest {
     }
 
     @Test
+    void theReferenceForwardIsRefusedBeforeItLoadsAModelItCannotHold() {
+        // `java -jar hexforge-cli.jar generate` on the 1.5B shape with the JVM's default heap (a quarter of 24 GB) ended
+        // in an OutOfMemoryError while widening the weights
+        MemoryPlan.Estimate e = MemoryPlan.referenceForward(config(Preset.QWEN2_5_1_5B));
+        assertTrue(e.bytes() > 4 * MemoryPlan.parameters(config(Preset.QWEN2_5_1_5B)), MemoryPlan.gb(e.bytes()));
+        HexforgeException x = assertThrows(HexforgeException.class, () -> MemoryPlan.require(e, 6L << 30));
+        assertEquals(ErrorCode.OUT_OF_MEMORY, x.code());
+        assertTrue(x.getMessage().startsWith("the Java reference forward needs about ")
+                && x.getMessage().endsWith("this process can have 6.4 GB"), x.getMessage());
+        assertTrue(x.hint().contains("-Xmx" + MemoryPlan.xmxGigabytes(e) + "g") && x.hint().contains("ONNX export")
+                && !x.hint().contains("service"), x.hint());
+        MemoryPlan.require(MemoryPlan.referenceForward(config(Preset.QWEN2_5_0_5B)), 6L << 30);
+    }
+
+    @Test
     void aJobsStagesAreEstimatedInOrder() {
         List<MemoryPlan.Estimate> plan = MemoryPlan.forJob(JobSpecReader.read("{\"model\": \"/m\", \"stages\": [\"finetune\", \"merge\", "
                 + "\"quantize\", \"export\", \"sign\"], \"finetune\": {\"data\": \"/d\"}}"), config(Preset.QWEN2_5_0_5B));
