@@ -50,7 +50,7 @@ final class Models {
             return OnnxLm.open(dir, threads);
         }
         try (Checkpoint ckpt = Checkpoint.open(dir)) {
-            MemoryPlan.require(MemoryPlan.referenceForward(ckpt.config()));
+            MemoryPlan.require(MemoryPlan.referenceForward(ckpt.config(), ckpt.mapsBf16()));
             return new DecoderForward(DecoderWeights.load(ckpt));
         }
     }

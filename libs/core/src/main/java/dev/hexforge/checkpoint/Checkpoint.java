@@ -1,5 +1,6 @@
 package dev.hexforge.checkpoint;
 
+import dev.hexforge.kernels.FrozenMatrix;
 import dev.hexforge.safetensors.DType;
 import dev.hexforge.safetensors.TensorInfo;
 import dev.hexforge.safetensors.TensorStore;
@@ -183,6 +184,37 @@ public final class Checkpoint implements Closeable {
 
     public float[] floats(String name) {
         return store.floats(name);
+    }
+
+    /**
+     * Whether every 2-D tensor the decoder reads is bf16, so that {@link #matrix} maps them all and the heap holds
+     * only norms and biases of the model (memory planning).
+     */
+    public boolean mapsBf16() {
+        for (Map.Entry<String, long[]> e : expected.entrySet()) {
+            if (e.getValue().length == 2 && store.info(e.getKey()).dtype() != DType.BF16) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * A 2-D tensor as a {@link FrozenMatrix}: when the checkpoint holds bf16, the file's bytes mapped read-only, not
+     * copied (no heap, the same values; the mapping outlives {@link #close}, as mappings do); float32 on the heap
+     * otherwise.
+     */
+    public FrozenMatrix matrix(String name) {
+        TensorInfo t = store.info(name);
+        if (t.rank() != 2) {
+            throw new CheckpointException(name + ": expected a 2-D tensor, got shape " + Arrays.toString(t.shape()));
+        }
+        int rows = Math.toIntExact(t.dim(0));
+        int cols = Math.toIntExact(t.dim(1));
+        if (t.dtype() != DType.BF16) {
+            return FrozenMatrix.of(floats(name), rows, cols);
+        }
+        return FrozenMatrix.ofBf16(store.bytes(name).asShortBuffer(), rows, cols);
     }
 
     /** Files beside the weights that travel with a model folder when a pass writes a new one. */

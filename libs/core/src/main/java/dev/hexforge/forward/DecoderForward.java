@@ -86,7 +86,7 @@ public final class DecoderForward implements CausalLm {
         float[] x = layers(ids, cache, null);
         float[][] out = new float[n][];
         int vocab = c.vocabSize();
-        FrozenMatrix head = new FrozenMatrix(w.lmHead(), vocab, h);
+        FrozenMatrix head = w.lmHeadMatrix();
         int chunk = Math.min(n, HEAD_ROWS);
         float[] finalNormed = new float[chunk * h];
         float[] logits = new float[chunk * vocab];
@@ -146,7 +146,7 @@ public final class DecoderForward implements CausalLm {
             if (token < 0 || token >= c.vocabSize()) {
                 throw new IllegalArgumentException("token id " + token + " is outside the vocabulary (0.." + (c.vocabSize() - 1) + ")");
             }
-            System.arraycopy(w.embed(), token * h, x, t * h, h);
+            k.copyRow(w.embedMatrix(), token, x, t * h);
         }
         traceRows(trace, 0, x);
         float[] normed = new float[n * h];
@@ -221,7 +221,7 @@ public final class DecoderForward implements CausalLm {
 
     /** One linear (with its bias and unmerged adapter) over n rows: [n, cols] in, [n, rows] out. */
     private void linear(DecoderWeights.Layer L, Linear which, float[] in, float[] out, int n, int rows, int cols) {
-        k.matmulNT(in, new FrozenMatrix(L.weight(which), rows, cols), out, n);
+        k.matmulNT(in, L.matrix(which), out, n);
         float[] b = L.bias(which);
         DecoderWeights.LowRankDelta lora = L.adapter(which);
         for (int t = 0; t < n; t++) {

@@ -4,12 +4,17 @@ import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.checkpoint.TensorNames.Linear;
+import dev.hexforge.kernels.FrozenMatrix;
 
 import java.util.EnumMap;
 import java.util.Map;
 import java.util.function.BiFunction;
 
-/** All decoder weights as float32 arrays, row-major, linears as [out, in] like Hugging Face. */
+/**
+ * All decoder weights, row-major, linears as [out, in] like Hugging Face. The linears, the embedding and the LM head
+ * are {@link FrozenMatrix}es: a bf16 checkpoint's tensors mapped from the file (no heap), float32 arrays otherwise;
+ * their values are the float32 ones either way. Norms and biases are float32.
+ */
 public final class DecoderWeights {
 
     /**
@@ -23,11 +28,11 @@ public final class DecoderWeights {
     public static final class Layer {
         final float[] inputNorm;
         final float[] postAttentionNorm;
-        final Map<Linear, float[]> weights;
+        final Map<Linear, FrozenMatrix> weights;
         final Map<Linear, float[]> biases;
         final Map<Linear, LowRankDelta> adapters;
 
-        Layer(float[] inputNorm, float[] postAttentionNorm, Map<Linear, float[]> weights, Map<Linear, float[]> biases,
+        Layer(float[] inputNorm, float[] postAttentionNorm, Map<Linear, FrozenMatrix> weights, Map<Linear, float[]> biases,
               Map<Linear, LowRankDelta> adapters) {
             this.inputNorm = inputNorm;
             this.postAttentionNorm = postAttentionNorm;
@@ -49,7 +54,13 @@ public final class DecoderWeights {
             return postAttentionNorm;
         }
 
+        /** The linear's weight as float32: shared when held so, a widened copy when held as bf16. */
         public float[] weight(Linear l) {
+            return weights.get(l).toFloats();
+        }
+
+        /** The linear's weight as held. */
+        public FrozenMatrix matrix(Linear l) {
             return weights.get(l);
         }
 
@@ -59,12 +70,12 @@ public final class DecoderWeights {
     }
 
     private final ModelConfig config;
-    private final float[] embed;
+    private final FrozenMatrix embed;
     private final Layer[] layers;
     private final float[] finalNorm;
-    private final float[] lmHead;
+    private final FrozenMatrix lmHead;
 
-    private DecoderWeights(ModelConfig config, float[] embed, Layer[] layers, float[] finalNorm, float[] lmHead) {
+    private DecoderWeights(ModelConfig config, FrozenMatrix embed, Layer[] layers, float[] finalNorm, FrozenMatrix lmHead) {
         this.config = config;
         this.embed = embed;
         this.layers = layers;
@@ -76,10 +87,10 @@ public final class DecoderWeights {
         ModelConfig c = ckpt.config();
         Layer[] layers = new Layer[c.numLayers()];
         for (int i = 0; i < layers.length; i++) {
-            Map<Linear, float[]> w = new EnumMap<>(Linear.class);
+            Map<Linear, FrozenMatrix> w = new EnumMap<>(Linear.class);
             Map<Linear, float[]> b = new EnumMap<>(Linear.class);
             for (Linear l : Linear.values()) {
-                w.put(l, ckpt.floats(TensorNames.weight(i, l)));
+                w.put(l, ckpt.matrix(TensorNames.weight(i, l)));
             }
             if (c.attentionBias()) {
                 for (Linear l : new Linear[]{Linear.Q, Linear.K, Linear.V}) {
@@ -89,8 +100,8 @@ public final class DecoderWeights {
             layers[i] = new Layer(ckpt.floats(TensorNames.inputNorm(i)), ckpt.floats(TensorNames.postAttentionNorm(i)), w, b,
                     new EnumMap<>(Linear.class));
         }
-        float[] embed = ckpt.floats(TensorNames.EMBED);
-        float[] head = c.tieWordEmbeddings() ? embed : ckpt.floats(TensorNames.LM_HEAD);
+        FrozenMatrix embed = ckpt.matrix(TensorNames.EMBED);
+        FrozenMatrix head = c.tieWordEmbeddings() ? embed : ckpt.matrix(TensorNames.LM_HEAD);
         return new DecoderWeights(c, embed, layers, ckpt.floats(TensorNames.FINAL_NORM), head);
     }
 
@@ -101,15 +112,11 @@ public final class DecoderWeights {
     public DecoderWeights withLinears(BiFunction<Integer, Linear, float[]> f) {
         Layer[] out = new Layer[layers.length];
         for (int i = 0; i < layers.length; i++) {
-            Map<Linear, float[]> w = new EnumMap<>(layers[i].weights);
+            Map<Linear, FrozenMatrix> w = new EnumMap<>(layers[i].weights);
             for (Linear l : Linear.values()) {
                 float[] replacement = f.apply(i, l);
                 if (replacement != null) {
-                    if (replacement.length != w.get(l).length) {
-                        throw new IllegalArgumentException("replacement for layer " + i + " " + l + " has "
-                                + replacement.length + " values, expected " + w.get(l).length);
-                    }
-                    w.put(l, replacement);
+                    w.put(l, replaced(w.get(l), replacement, "layer " + i + " " + l));
                 }
             }
             out[i] = new Layer(layers[i].inputNorm, layers[i].postAttentionNorm, w, layers[i].biases, layers[i].adapters);
@@ -126,19 +133,29 @@ public final class DecoderWeights {
         Layer[] out = new Layer[layers.length];
         for (int i = 0; i < layers.length; i++) {
             Layer L = layers[i];
-            Map<Linear, float[]> w = new EnumMap<>(L.weights);
+            Map<Linear, FrozenMatrix> w = new EnumMap<>(L.weights);
             for (Linear l : Linear.values()) {
                 float[] r = byName.get(TensorNames.weight(i, l));
                 if (r != null) {
-                    w.put(l, r);
+                    w.put(l, replaced(w.get(l), r, TensorNames.weight(i, l)));
                 }
             }
             out[i] = new Layer(byName.getOrDefault(TensorNames.inputNorm(i), L.inputNorm),
                     byName.getOrDefault(TensorNames.postAttentionNorm(i), L.postAttentionNorm), w, L.biases, L.adapters);
         }
-        float[] e = byName.getOrDefault(TensorNames.EMBED, embed);
-        float[] head = config.tieWordEmbeddings() ? e : byName.getOrDefault(TensorNames.LM_HEAD, lmHead);
+        float[] re = byName.get(TensorNames.EMBED);
+        FrozenMatrix e = re == null ? embed : replaced(embed, re, TensorNames.EMBED);
+        float[] rh = byName.get(TensorNames.LM_HEAD);
+        FrozenMatrix head = config.tieWordEmbeddings() ? e : rh == null ? lmHead : replaced(lmHead, rh, TensorNames.LM_HEAD);
         return new DecoderWeights(config, e, out, byName.getOrDefault(TensorNames.FINAL_NORM, finalNorm), head);
+    }
+
+    private static FrozenMatrix replaced(FrozenMatrix old, float[] values, String what) {
+        if (values.length != old.length()) {
+            throw new IllegalArgumentException("replacement for " + what + " has " + values.length + " values, expected "
+                    + old.length());
+        }
+        return FrozenMatrix.of(values, old.rows(), old.cols());
     }
 
     /** A copy with low-rank adapters attached where {@code f(layerIndex, linear)} returns one; weights are shared. */
@@ -161,7 +178,13 @@ public final class DecoderWeights {
         return config;
     }
 
+    /** The embedding as float32: shared when held so, a widened copy when held as bf16. */
     public float[] embed() {
+        return embed.toFloats();
+    }
+
+    /** The embedding as held; a tied model's {@link #lmHeadMatrix} is this same object. */
+    public FrozenMatrix embedMatrix() {
         return embed;
     }
 
@@ -173,7 +196,12 @@ public final class DecoderWeights {
         return finalNorm;
     }
 
+    /** The LM head as float32: shared when held so, a widened copy when held as bf16. */
     public float[] lmHead() {
+        return lmHead.toFloats();
+    }
+
+    public FrozenMatrix lmHeadMatrix() {
         return lmHead;
     }
 }

@@ -1,16 +1,107 @@
 package dev.hexforge.kernels;
 
+import java.nio.ShortBuffer;
+
 /**
- * A weight matrix [rows, cols] that training reads but never changes (a frozen linear, the embedding, the LM head),
- * row-major like Hugging Face's [out, in]. Its products in {@link Kernels} are laid out for what training has: few
- * rows of activations against a weight too large for the cache, so each value of the weight is read from memory once
- * a product.
+ * A weight matrix [rows, cols] that training and the reference forward read but never change (a frozen linear, the
+ * embedding, the LM head), row-major like Hugging Face's [out, in]. It is held either as a float32 array or as
+ * bfloat16 bits in a {@link ShortBuffer} — for a bf16 checkpoint, the file's own bytes mapped into memory, so the
+ * heap holds none of it and the pages are the operating system's file cache, as llama.cpp's mmap. Either way its
+ * values are the float32 ones the checkpoint decodes to: the products in {@link Kernels} widen bf16 into a small
+ * float32 tile as they go and give the same bits from either storage.
+ *
+ * <p>A class, not a record: two matrices are the same matrix by identity (a tied model's head is its embedding),
+ * never by comparing contents.
  */
-public record FrozenMatrix(float[] values, int rows, int cols) {
-    public FrozenMatrix {
-        if ((long) rows * cols != values.length) {
+public final class FrozenMatrix {
+    private final float[] floats;
+    private final ShortBuffer bf16;
+    private final int rows;
+    private final int cols;
+
+    private FrozenMatrix(float[] floats, ShortBuffer bf16, int rows, int cols) {
+        long n = floats != null ? floats.length : bf16.capacity();
+        if ((long) rows * cols != n) {
             throw new IllegalArgumentException("a [" + rows + ", " + cols + "] matrix has " + (long) rows * cols
-                    + " values, not " + values.length);
+                    + " values, not " + n);
         }
+        this.floats = floats;
+        this.bf16 = bf16;
+        this.rows = rows;
+        this.cols = cols;
+    }
+
+    /** Float32 values, shared, not copied. */
+    public static FrozenMatrix of(float[] values, int rows, int cols) {
+        return new FrozenMatrix(values, null, rows, cols);
+    }
+
+    /**
+     * bfloat16 bit patterns (the high half of each float32 value), shared, not copied: a mapped tensor's bytes or a
+     * wrapped array. Only absolute reads are made, so one buffer serves every thread.
+     */
+    public static FrozenMatrix ofBf16(ShortBuffer bits, int rows, int cols) {
+        return new FrozenMatrix(null, bits, rows, cols);
+    }
+
+    public int rows() {
+        return rows;
+    }
+
+    public int cols() {
+        return cols;
+    }
+
+    /** The float32 array when held so, else null. */
+    public float[] floats() {
+        return floats;
+    }
+
+    public boolean isBf16() {
+        return bf16 != null;
+    }
+
+    public long length() {
+        return (long) rows * cols;
+    }
+
+    /** Bytes the values take in memory (for bf16, mapped file pages rather than heap when the buffer is mapped). */
+    public long bytes() {
+        return floats != null ? 4L * floats.length : 2L * bf16.capacity();
+    }
+
+    /** The values as float32: the array itself when held so, else a widened copy. */
+    public float[] toFloats() {
+        if (floats != null) {
+            return floats;
+        }
+        float[] out = new float[bf16.capacity()];
+        short[] bits = new short[Math.min(out.length, 1 << 16)];
+        for (int from = 0; from < out.length; from += bits.length) {
+            int n = Math.min(bits.length, out.length - from);
+            bf16.get(from, bits, 0, n);
+            for (int i = 0; i < n; i++) {
+                out[from + i] = Float.intBitsToFloat(bits[i] << 16);
+            }
+        }
+        return out;
+    }
+
+    /** Row {@code row} as float32 into {@code dst[off ..]}. */
+    public void rowInto(int row, float[] dst, int off) {
+        if (floats != null) {
+            System.arraycopy(floats, row * cols, dst, off, cols);
+            return;
+        }
+        short[] bits = new short[cols];
+        bf16.get(row * cols, bits, 0, cols);
+        for (int i = 0; i < cols; i++) {
+            dst[off + i] = Float.intBitsToFloat(bits[i] << 16);
+        }
+    }
+
+    /** {@code n} bf16 bit patterns from flat index {@code from} into {@code dst[0 ..]}. */
+    void bitsInto(int from, short[] dst, int n) {
+        bf16.get(from, dst, 0, n);
     }
 }

@@ -257,28 +257,34 @@ public abstract class Kernels<A> implements AutoCloseable {
      * exactly {@code dot(x row, w row)}, the value {@link #matVec} gives for that row, whatever the split.
      */
     public void matmulNT(A x, FrozenMatrix w, A y, int rows) {
-        A wa = of(w.values());
         int in = w.cols();
         int out = w.rows();
-        forRows(rows, (long) in * out, (from, to) -> {
-            for (int t = from; t < to; t++) {
-                for (int o = 0; o < out; o++) {
-                    set(y, t * out + o, dot(x, t * in, wa, o * in, in));
+        forRows(out, (long) in * rows, (from, to) -> {
+            float[] row = new float[in];
+            for (int o = from; o < to; o++) {
+                w.rowInto(o, row, 0);
+                A wo = of(row);
+                for (int t = 0; t < rows; t++) {
+                    set(y, t * out + o, dot(x, t * in, wo, 0, in));
                 }
             }
         });
     }
 
-    /** {@code dx[rows, w.cols] (+)= dy[rows, w.rows] · w} for a frozen weight (a linear's input gradient). */
+    /**
+     * {@code dx[rows, w.cols] (+)= dy[rows, w.rows] · w} for a frozen weight (a linear's input gradient). This plain
+     * form works on a float32 copy of a bf16 weight; the vectorised provider widens it a block at a time.
+     */
     public void matmulNN(A dy, FrozenMatrix w, A dx, int rows, boolean accumulate) {
-        matmulNN(dy, of(w.values()), dx, rows, w.rows(), w.cols(), accumulate);
+        matmulNN(dy, of(w.toFloats()), dx, rows, w.rows(), w.cols(), accumulate);
     }
 
     /** Row {@code row} of a frozen matrix into {@code dst[off ..]} (an embedding lookup). */
     public void copyRow(FrozenMatrix w, int row, A dst, int off) {
-        int from = row * w.cols();
-        for (int j = 0; j < w.cols(); j++) {
-            set(dst, off + j, w.values()[from + j]);
+        float[] r = new float[w.cols()];
+        w.rowInto(row, r, 0);
+        for (int j = 0; j < r.length; j++) {
+            set(dst, off + j, r[j]);
         }
     }
 

@@ -1,7 +1,10 @@
 package dev.hexforge.kernels;
 
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -599,17 +602,28 @@ final class VectorFloatKernels extends FloatKernels {
             super.matmulNT(x, w, y, rows);
             return;
         }
-        forRows(out / 4, (long) rows * in * 4, (from, to) -> ntFrozen(x, w.values(), y, rows, in, out, from * 4, to * 4));
+        forRows(out / 4, (long) rows * in * 4, (from, to) -> ntFrozen(x, w, y, rows, in, out, from * 4, to * 4));
     }
 
-    private static void ntFrozen(float[] x, float[] w, float[] y, int rows, int in, int out, int oFrom, int oTo) {
+    /** Rows [oFrom, oTo) of w against every row of x; bf16 rows are widened four at a time into a 4 × in tile. */
+    private static void ntFrozen(float[] x, FrozenMatrix w, float[] y, int rows, int in, int out, int oFrom, int oTo) {
+        float[] direct = w.floats();
+        float[] tile = direct != null ? null : new float[4 * in];
+        short[] bits = direct != null ? null : new short[4 * in];
         int quads = rows / 4 * 4;
         for (int o = oFrom; o < oTo; o += 4) {
+            float[] src = direct;
+            int w0 = o * in;
+            if (direct == null) {
+                widen(w, o * in, bits, tile, 4 * in);
+                src = tile;
+                w0 = 0;
+            }
             for (int t = 0; t < quads; t += 4) {
-                dotTile4x4(x, t, w, o * in, y, o, in, out);
+                dotTile4x4(x, t, src, w0, y, o, in, out);
             }
             for (int t = quads; t < rows; t++) {
-                dotTile1x4(x, t, w, o * in, y, o, in, out);
+                dotTile1x4(x, t, src, w0, y, o, in, out);
             }
         }
     }
@@ -701,21 +715,36 @@ final class VectorFloatKernels extends FloatKernels {
             return;
         }
         forRows(rows, (long) in * out, perCore(rows, 4),
-                (from, to) -> nnFrozen(dy, w.values(), dx, from, to, out, in, accumulate));
+                (from, to) -> nnFrozen(dy, w, dx, from, to, out, in, accumulate));
     }
 
-    private static void nnFrozen(float[] dy, float[] w, float[] dx, int from, int to, int out, int in, boolean accumulate) {
+    /**
+     * Rows [from, to) of dy against all of w, a block of w's rows at a time; a bf16 block is widened into a dense
+     * float32 one first (the FMA chain over o runs through the blocks in order either way, so the same bits).
+     */
+    private static void nnFrozen(float[] dy, FrozenMatrix w, float[] dx, int from, int to, int out, int in,
+                                 boolean accumulate) {
         int width = 4 * L;
         int quads = from + (to - from) / 4 * 4;
+        float[] direct = w.floats();
+        float[] block = direct != null ? null : new float[Math.min(out, FROZEN_BLOCK) * in];
+        short[] bits = direct != null ? null : new short[block.length];
         for (int o0 = 0; o0 < out; o0 += FROZEN_BLOCK) {
             int o1 = Math.min(out, o0 + FROZEN_BLOCK);
             boolean acc = accumulate || o0 > 0;
+            float[] src = direct;
+            int shift = 0;
+            if (direct == null) {
+                widen(w, o0 * in, bits, block, (o1 - o0) * in);
+                src = block;
+                shift = -o0 * in;
+            }
             for (int i = 0; i < in; i += width) {
                 for (int t = from; t < quads; t += 4) {
-                    tile4x4(dy, w, in, i, dx, t, i, out, in, acc, o0, o1);
+                    tile4x4(dy, src, in, i + shift, dx, t, i, out, in, acc, o0, o1);
                 }
                 for (int t = quads; t < to; t++) {
-                    row1x4(dy, w, in, i, dx, t, i, out, in, acc, o0, o1);
+                    row1x4(dy, src, in, i + shift, dx, t, i, out, in, acc, o0, o1);
                 }
             }
         }
@@ -754,7 +783,26 @@ final class VectorFloatKernels extends FloatKernels {
 
     @Override
     public void copyRow(FrozenMatrix w, int row, float[] dst, int off) {
-        System.arraycopy(w.values(), row * w.cols(), dst, off, w.cols());
+        w.rowInto(row, dst, off);
+    }
+
+    private static final VectorSpecies<Short> BF16 = VectorSpecies.of(short.class, VectorShape.forBitSize(L * 16));
+    private static final VectorSpecies<Integer> BITS = VectorSpecies.of(int.class, S.vectorShape());
+
+    /**
+     * n values of a bf16 matrix from flat index {@code from} as float32 into {@code dst[0 ..]}: a bulk copy of the
+     * bits into {@code bits} (a memory copy from a mapped file), then each moved into the high half of a float.
+     */
+    private static void widen(FrozenMatrix w, int from, short[] bits, float[] dst, int n) {
+        w.bitsInto(from, bits, n);
+        int i = 0;
+        for (int bound = n / L * L; i < bound; i += L) {
+            ((IntVector) ShortVector.fromArray(BF16, bits, i).convertShape(VectorOperators.S2I, BITS, 0))
+                    .lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().intoArray(dst, i);
+        }
+        for (; i < n; i++) {
+            dst[i] = Float.intBitsToFloat(bits[i] << 16);
+        }
     }
 
     /** Columns [from, in) of one row of {@code dy·w}. */

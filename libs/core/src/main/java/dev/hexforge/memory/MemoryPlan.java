@@ -17,8 +17,10 @@ import java.util.Locale;
  * <ul>
  *   <li>quantize: one layer at a time, each finished tensor kept in a file (see {@link #quantize(ModelConfig, String,
  *       int, int, boolean, int)});</li>
- *   <li>finetune: the float32 weights plus the trainer's own (measured: 2.93 times the bf16 weights at 0.5B, so 6
- *       bytes a parameter) and the activations kept for the backward pass;</li>
+ *   <li>finetune: a bf16 checkpoint's weights are mapped from the file, not on the heap (measured: the 0.5B shape's
+ *       batch 1 x 128 runs under -Xmx500m); other checkpoints' are held in float32 with the trainer's own buffers
+ *       (measured: 2.93 times the bf16 weights at 0.5B, so 6 bytes a parameter); then the activations kept for the
+ *       backward pass and the loss's chunk of logits;</li>
  *   <li>export and merge stream tensor by tensor: the largest tensor widened to float32 (measured: a dynamic
  *       export of the 1.5B shape keeps under 10 MB live after collections).</li>
  * </ul>
@@ -124,25 +126,36 @@ public final class MemoryPlan {
         return (long) c.hiddenSize() * c.intermediateSize();
     }
 
-    public static Estimate finetune(ModelConfig c, int batch, int maxLength) {
+    /**
+     * {@code mappedBf16}: the checkpoint's matrices are bf16 ({@code Checkpoint#mapsBf16}; config.json's
+     * torch_dtype where only the config is at hand), so the reference forward and the trainer map them from the file.
+     */
+    public static Estimate finetune(ModelConfig c, boolean mappedBf16, int batch, int maxLength) {
         long p = parameters(c);
         long len = Math.min(maxLength, c.maxPositionEmbeddings());
         // kept for the backward pass, per token and layer: the residual, norms, q/k/v and attention output, gate and up
         long perToken = (6L * c.hiddenSize() + 2L * c.intermediateSize()) * Float.BYTES * c.numLayers();
         long attention = (long) batch * c.numHeads() * len * len * Float.BYTES * c.numLayers();
         long activations = batch * len * perToken + attention;
-        return new Estimate(Stage.FINETUNE, BASE + 6 * p + activations, String.format(Locale.ROOT,
-                "%.2f B parameters held in float32 with the trainer's buffers, %s of activations for %d x %d tokens", p / 1e9,
+        // mapped: only the trainer's buffers, the largest a chunk of logits and its gradient (2^24 values at most);
+        // float32: the weights and those buffers, measured together
+        long held = mappedBf16 ? 2L * Float.BYTES * Math.min(1L << 24, batch * len * c.vocabSize()) : 6 * p;
+        return new Estimate(Stage.FINETUNE, BASE + held + activations, String.format(Locale.ROOT,
+                "%.2f B parameters %s, %s of activations for %d x %d tokens", p / 1e9,
+                mappedBf16 ? "mapped from the bf16 file" : "held in float32 with the trainer's buffers",
                 gb(activations), batch, len));
     }
 
     /**
      * The Java reference forward on a Hugging Face folder (`hexforge generate` / `eval` / `bench generate` without an
-     * export): the whole model in float32, beside which a prompt's activations and logits are small.
+     * export): the model's matrices mapped from a bf16 file or held in float32, beside which a prompt's activations
+     * and logits are small.
      */
-    public static Estimate referenceForward(ModelConfig c) {
+    public static Estimate referenceForward(ModelConfig c, boolean mappedBf16) {
         long p = parameters(c);
-        return new Estimate(null, BASE + 4 * p, String.format(Locale.ROOT, "%.2f B parameters in float32", p / 1e9));
+        long held = mappedBf16 ? p - linearWeights(c) - (long) c.vocabSize() * c.hiddenSize() * (c.tieWordEmbeddings() ? 1 : 2) : p;
+        return new Estimate(null, BASE + 4 * held, String.format(Locale.ROOT, "%.2f B parameters %s", p / 1e9,
+                mappedBf16 ? "mapped from the bf16 file, the norms in float32" : "in float32"));
     }
 
     /** Export and merge read and write a tensor at a time. */
@@ -156,7 +169,8 @@ public final class MemoryPlan {
         List<Estimate> out = new ArrayList<>();
         for (Stage s : spec.stageList()) {
             switch (s) {
-                case FINETUNE -> out.add(finetune(c, spec.finetune().batch(), spec.finetune().maxLength()));
+                case FINETUNE -> out.add(finetune(c, "bfloat16".equals(c.torchDtype()), spec.finetune().batch(),
+                        spec.finetune().maxLength()));
                 case QUANTIZE -> out.add(quantize(c, spec.quantize().method(), spec.quantize().calibrationSamples(),
                         spec.quantize().calibrationLength(), spec.quantize().auto().maxExtraBytesPercent() > 0,
                         Runtime.getRuntime().availableProcessors()));

@@ -133,6 +133,45 @@ class DecoderForwardTest {
         }
     }
 
+    /**
+     * A bf16 checkpoint's linears, embedding and head are held as their 16 bits (half of float32's memory) and give
+     * the logits, bit for bit, of the same values held as float32: tied and untied, with both kernel providers.
+     */
+    @ParameterizedTest
+    @ValueSource(booleans = {true, false})
+    void aBf16CheckpointIsHeldAsBf16AndGivesItsFloat32ValuesLogits(boolean tied, @org.junit.jupiter.api.io.TempDir java.nio.file.Path tmp) {
+        dev.hexforge.synth.SyntheticCheckpoint.write(new dev.hexforge.synth.SyntheticCheckpoint.Options(
+                dev.hexforge.synth.Preset.TINY, dev.hexforge.checkpoint.Architecture.QWEN2, tied,
+                dev.hexforge.safetensors.DType.BF16, 5), tmp, dev.hexforge.progress.Progress.NONE);
+        try (Checkpoint c = Checkpoint.open(tmp)) {
+            assertTrue(c.mapsBf16() && !ckpt.mapsBf16(), "the synthetic checkpoint is bf16, the fixture float32");
+            DecoderWeights held = DecoderWeights.load(c);
+            var cfg = held.config();
+            assertEquals(2L * cfg.vocabSize() * cfg.hiddenSize(), held.embedMatrix().bytes());
+            assertEquals(tied, held.lmHeadMatrix() == held.embedMatrix());
+            assertEquals(2L * cfg.qSize() * cfg.hiddenSize(), held.layer(1).matrix(dev.hexforge.checkpoint.TensorNames.Linear.Q).bytes());
+            java.util.Map<String, float[]> floats = new java.util.HashMap<>();
+            floats.put(dev.hexforge.checkpoint.TensorNames.EMBED, held.embed());
+            if (!tied) {
+                floats.put(dev.hexforge.checkpoint.TensorNames.LM_HEAD, held.lmHead());
+            }
+            DecoderWeights widened = held.withLinears((l, lin) -> held.layer(l).weight(lin)).withReplacements(floats);
+            assertEquals(4L * cfg.vocabSize() * cfg.hiddenSize(), widened.lmHeadMatrix().bytes());
+            assertArrayEquals(c.floats(dev.hexforge.checkpoint.TensorNames.weight(1, dev.hexforge.checkpoint.TensorNames.Linear.DOWN)),
+                    widened.layer(1).weight(dev.hexforge.checkpoint.TensorNames.Linear.DOWN));
+            int[] ids = {1, 17, 300, 5, 1999, 42, 7, 8, 9, 10, 11};
+            for (Kernels<float[]> k : List.of(new FloatKernels(1), Kernels.float32(2))) {
+                try (k) {
+                    float[][] a = new DecoderForward(held, k).logits(ids);
+                    float[][] b = new DecoderForward(widened, k).logits(ids);
+                    for (int t = 0; t < ids.length; t++) {
+                        assertArrayEquals(b[t], a[t], k.name() + " position " + t);
+                    }
+                }
+            }
+        }
+    }
+
     private static DecoderWeights.LowRankDelta delta(java.util.SplittableRandom rng, int values, int out) {
         int rank = 4;
         int in = values / out;

@@ -60,7 +60,7 @@ class MemoryPlanTest {
     void theReferenceForwardIsRefusedBeforeItLoadsAModelItCannotHold() {
         // `java -jar hexforge-cli.jar generate` on the 1.5B shape with the JVM's default heap (a quarter of 24 GB) ended
         // in an OutOfMemoryError while widening the weights
-        MemoryPlan.Estimate e = MemoryPlan.referenceForward(config(Preset.QWEN2_5_1_5B));
+        MemoryPlan.Estimate e = MemoryPlan.referenceForward(config(Preset.QWEN2_5_1_5B), false);
         assertTrue(e.bytes() > 4 * MemoryPlan.parameters(config(Preset.QWEN2_5_1_5B)), MemoryPlan.gb(e.bytes()));
         HexforgeException x = assertThrows(HexforgeException.class, () -> MemoryPlan.require(e, 6L << 30));
         assertEquals(ErrorCode.OUT_OF_MEMORY, x.code());
@@ -68,7 +68,23 @@ class MemoryPlanTest {
                 && x.getMessage().endsWith("this process can have 6.4 GB"), x.getMessage());
         assertTrue(x.hint().contains("-Xmx" + MemoryPlan.xmxGigabytes(e) + "g") && x.hint().contains("ONNX export")
                 && !x.hint().contains("service"), x.hint());
-        MemoryPlan.require(MemoryPlan.referenceForward(config(Preset.QWEN2_5_0_5B)), 6L << 30);
+        MemoryPlan.require(MemoryPlan.referenceForward(config(Preset.QWEN2_5_0_5B), false), 6L << 30);
+    }
+
+    @Test
+    void aBf16CheckpointsMappedWeightsAreNotCountedOnTheHeap() {
+        // measured (docs/benchmarks.md): `bench finetune` on the synthetic bf16 0.5B shape, batch 1 x 128, runs under
+        // -Xmx500m and fails under -Xmx400m; with the weights in float32 it needed 2.2-2.4 GB
+        MemoryPlan.Estimate mapped = MemoryPlan.finetune(config(Preset.QWEN2_5_0_5B), true, 1, 128);
+        assertTrue(mapped.heap() > 400e6 && mapped.heap() < 700e6, mapped.describe());
+        assertTrue(mapped.describe().contains("mapped from the bf16 file"), mapped.describe());
+        MemoryPlan.Estimate held = MemoryPlan.finetune(config(Preset.QWEN2_5_0_5B), false, 1, 128);
+        assertTrue(held.bytes() > 6 * MemoryPlan.parameters(config(Preset.QWEN2_5_0_5B)), held.describe());
+        // the 1.5B reference forward, refused under 6 GB in float32, fits a 1 GB heap when mapped
+        MemoryPlan.require(MemoryPlan.referenceForward(config(Preset.QWEN2_5_1_5B), true), 1L << 30);
+        // at submission only config.json is at hand: its torch_dtype decides
+        assertEquals(mapped.bytes(), MemoryPlan.forJob(JobSpecReader.read("{\"model\": \"/m\", \"stages\": [\"finetune\"], "
+                + "\"finetune\": {\"data\": \"/d\", \"batch\": 1, \"maxLength\": 128}}"), config(Preset.QWEN2_5_0_5B)).get(0).bytes());
     }
 
     @Test

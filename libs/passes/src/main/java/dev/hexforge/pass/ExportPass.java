@@ -150,7 +150,8 @@ public final class ExportPass {
             }
             floats += n;
         }
-        long need = floats * Float.BYTES * 2; // the weights, and the fake-quantized copy or the forward's working set
+        // the fake-quantized copy or the forward's working set, and the weights unless mapped from a bf16 file
+        long need = floats * Float.BYTES * (ckpt.mapsBf16() ? 1 : 2);
         Runtime rt = Runtime.getRuntime();
         long free = rt.maxMemory() - (rt.totalMemory() - rt.freeMemory());
         if (need > free) {

@@ -53,7 +53,7 @@ public final class FinetunePass {
                 throw new IllegalArgumentException("finetune.maxLength: " + o.maxLength() + " is longer than the model's context ("
                         + ckpt.config().maxPositionEmbeddings() + " positions, max_position_embeddings)");
             }
-            MemoryPlan.require(MemoryPlan.finetune(ckpt.config(), o.batchSize(), o.maxLength()));
+            MemoryPlan.require(MemoryPlan.finetune(ckpt.config(), ckpt.mapsBf16(), o.batchSize(), o.maxLength()));
             DecoderWeights base = DecoderWeights.load(ckpt);
             ExampleEncoder enc = new ExampleEncoder(tok, o.maxLength());
             ExampleEncoder.Encoded all = enc.encode(DatasetReader.read(in.data()));

@@ -64,19 +64,18 @@ public final class LoraTrainingModel<A> {
         this.k = k;
         this.c = weights.config();
         this.params = params;
-        this.embed = new FrozenMatrix(weights.embed(), c.vocabSize(), c.hiddenSize());
-        this.lmHead = weights.lmHead() == weights.embed() ? embed
-                : new FrozenMatrix(weights.lmHead(), c.vocabSize(), c.hiddenSize());
+        this.embed = weights.embedMatrix();
+        this.lmHead = weights.lmHeadMatrix();
         this.finalNorm = k.of(weights.finalNorm());
         this.layers = new FrozenLayer[c.numLayers()];
         long frozenValues = (long) c.vocabSize() * c.hiddenSize();
         for (int l = 0; l < layers.length; l++) {
             for (Linear lin : Linear.values()) {
-                frozenValues += weights.layer(l).weight(lin).length;
+                frozenValues += weights.layer(l).matrix(lin).length();
             }
         }
         boolean keepTransposed = frozenValues <= transposedBudget;
-        this.lmHeadT = keepTransposed ? k.transpose(k.of(lmHead.values()), c.vocabSize(), c.hiddenSize()) : null;
+        this.lmHeadT = keepTransposed ? k.transpose(k.of(lmHead.toFloats()), c.vocabSize(), c.hiddenSize()) : null;
         for (int l = 0; l < layers.length; l++) {
             DecoderWeights.Layer src = weights.layer(l);
             FrozenLayer<A> f = new FrozenLayer<>();
@@ -84,7 +83,7 @@ public final class LoraTrainingModel<A> {
             f.postNorm = k.of(src.postAttentionNorm());
             for (Linear lin : Linear.values()) {
                 int[] shape = LoraParams.shape(c, lin);
-                f.w.put(lin, new FrozenMatrix(src.weight(lin), shape[0], shape[1]));
+                f.w.put(lin, src.matrix(lin));
                 if (keepTransposed) {
                     f.wt.put(lin, k.transpose(k.of(src.weight(lin)), shape[0], shape[1]));
                 }

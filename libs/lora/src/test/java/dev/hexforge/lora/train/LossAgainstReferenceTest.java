@@ -82,6 +82,37 @@ class LossAgainstReferenceTest {
         }
     }
 
+    /**
+     * A bf16 checkpoint's frozen weights held as bf16 give the loss and gradients, bit for bit, of the same values
+     * held as float32, on the large models' path (no transposed copies) and the small models' one.
+     */
+    @Test
+    void frozenWeightsHeldAsBf16GiveTheLossAndGradientsOfTheirFloat32Values(@org.junit.jupiter.api.io.TempDir java.nio.file.Path tmp) {
+        dev.hexforge.synth.SyntheticCheckpoint.write(dev.hexforge.synth.SyntheticCheckpoint.Options.of(
+                dev.hexforge.synth.Preset.TINY, dev.hexforge.safetensors.DType.BF16, 4), tmp, dev.hexforge.progress.Progress.NONE);
+        List<TrainingExample> batch = eval.subList(0, 6);
+        try (Checkpoint c = Checkpoint.open(tmp); Kernels<float[]> k = Kernels.float32(2)) {
+            DecoderWeights held = DecoderWeights.load(c);
+            assertEquals(2L * held.config().vocabSize() * held.config().hiddenSize(), held.embedMatrix().bytes());
+            DecoderWeights widened = held.withLinears((l, lin) -> held.layer(l).weight(lin))
+                    .withReplacements(java.util.Map.of(dev.hexforge.checkpoint.TensorNames.EMBED, held.embed()));
+            LoraAdapter adapter = LoraAdapter.read(Fixtures.root().resolve("lora-task/reference_adapter"), held.config());
+            for (long budget : new long[]{0, 1L << 26}) {
+                LoraParams<float[]> a = LoraParams.from(k, held.config(), adapter);
+                LoraParams<float[]> b = LoraParams.from(k, held.config(), adapter);
+                double la = new LoraTrainingModel<>(k, held, a, budget).forwardBackward(batch, 1e-2, 3).sum();
+                double lb = new LoraTrainingModel<>(k, widened, b, budget).forwardBackward(batch, 1e-2, 3).sum();
+                assertEquals(lb, la, "loss, transposed budget " + budget);
+                for (int m = 0; m < a.modules().size(); m++) {
+                    org.junit.jupiter.api.Assertions.assertArrayEquals(b.modules().get(m).gradA, a.modules().get(m).gradA,
+                            "gradA of module " + m + ", budget " + budget);
+                    org.junit.jupiter.api.Assertions.assertArrayEquals(b.modules().get(m).gradB, a.modules().get(m).gradB,
+                            "gradB of module " + m + ", budget " + budget);
+                }
+            }
+        }
+    }
+
     private static void close(float[] expected, float[] got, String what) {
         double scale = 0;
         for (float v : expected) {

@@ -55,7 +55,8 @@ public interface LayerSource {
     }
 
     static LayerSource of(DecoderWeights w) {
-        return of(w.config(), l -> LayerParams.copyOf(w.layer(l)), ids -> LayerForward.embed(w.embed(), w.config().hiddenSize(), ids));
+        float[] table = w.embed();
+        return of(w.config(), l -> LayerParams.copyOf(w.layer(l)), ids -> LayerForward.embed(table, w.config().hiddenSize(), ids));
     }
 
     static LayerSource of(Checkpoint ckpt) {
