@@ -1,5 +1,7 @@
 package dev.hexforge.kernels;
 
+import dev.hexforge.safetensors.FloatConversion;
+
 import java.nio.ShortBuffer;
 
 /**
@@ -57,10 +59,6 @@ public final class FrozenMatrix {
         return floats;
     }
 
-    public boolean isBf16() {
-        return bf16 != null;
-    }
-
     public long length() {
         return (long) rows * cols;
     }
@@ -76,14 +74,7 @@ public final class FrozenMatrix {
             return floats;
         }
         float[] out = new float[bf16.capacity()];
-        short[] bits = new short[Math.min(out.length, 1 << 16)];
-        for (int from = 0; from < out.length; from += bits.length) {
-            int n = Math.min(bits.length, out.length - from);
-            bf16.get(from, bits, 0, n);
-            for (int i = 0; i < n; i++) {
-                out[from + i] = Float.intBitsToFloat(bits[i] << 16);
-            }
-        }
+        widenInto(0, out, 0, out.length);
         return out;
     }
 
@@ -91,12 +82,20 @@ public final class FrozenMatrix {
     public void rowInto(int row, float[] dst, int off) {
         if (floats != null) {
             System.arraycopy(floats, row * cols, dst, off, cols);
-            return;
+        } else {
+            widenInto(row * cols, dst, off, cols);
         }
-        short[] bits = new short[cols];
-        bf16.get(row * cols, bits, 0, cols);
-        for (int i = 0; i < cols; i++) {
-            dst[off + i] = Float.intBitsToFloat(bits[i] << 16);
+    }
+
+    /** n bf16 values from flat index {@code from} as float32 into {@code dst[off ..]}, through a bounded buffer of bits. */
+    private void widenInto(int from, float[] dst, int off, int n) {
+        short[] bits = new short[Math.min(n, 1 << 16)];
+        for (int done = 0; done < n; done += bits.length) {
+            int m = Math.min(bits.length, n - done);
+            bf16.get(from + done, bits, 0, m);
+            for (int i = 0; i < m; i++) {
+                dst[off + done + i] = FloatConversion.bf16ToFloat(bits[i]);
+            }
         }
     }
 

@@ -801,7 +801,7 @@ final class VectorFloatKernels extends FloatKernels {
                     .lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().intoArray(dst, i);
         }
         for (; i < n; i++) {
-            dst[i] = Float.intBitsToFloat(bits[i] << 16);
+            dst[i] = dev.hexforge.safetensors.FloatConversion.bf16ToFloat(bits[i]);
         }
     }
 
