@@ -11,8 +11,7 @@ import jdk.incubator.vector.VectorSpecies;
  *
  * <p>One factorisation and one triangular inverse: with P the order-reversing permutation and {@code P A P = L Lᵀ},
  * {@code A = R Rᵀ} with {@code R = P L P} upper triangular, so {@code A⁻¹ = (R⁻¹)ᵀ R⁻¹} and {@code U = R⁻¹ = P L⁻¹ P}.
- * Both steps go row by row over blocks of rows, so each earlier row is read once per block rather than once per row;
- * the inner products and updates run on SIMD lanes, the rows of a block on every core.
+ * Both steps go by blocks of rows and run their bulk as products on {@link DoubleTiles}, on every core.
  */
 final class InverseHessian {
     private static final VectorSpecies<Double> D = DoubleVector.SPECIES_PREFERRED;
@@ -58,41 +57,58 @@ final class InverseHessian {
     /**
      * Overwrites the lower triangle of the symmetric {@code a} (only its lower triangle is read) with its Cholesky
      * factor L; false when {@code a} is not positive definite.
+     *
+     * <p>Right-looking by blocks of {@value #BLOCK} columns: factor the block on the diagonal, solve the rows below it
+     * against that block, then take the block's terms off the whole trailing lower triangle at once
+     * ({@code A22 -= L21 L21ᵀ}) as one product on the register tiles, whose right operand (the block's columns, 4
+     * vectors wide) stays in cache for every row tile. A left-looking form, streaming the block's rows once for every
+     * finished column, took 1.4 s for a 0.5B model's down_proj (k = 4,864) where this takes 0.8 s.
      */
     static boolean choleskyInPlace(double[] a, int n) {
-        for (int b0 = 0; b0 < n; b0 += BLOCK) {
-            int start = b0;
-            int end = Math.min(n, b0 + BLOCK);
-            // columns left of the block: every finished row j is read once for all rows of the block
-            // one part of the block's rows per core: each part streams every finished row once, so more parts
-            // would only read the factor again (this step is bound by memory, not arithmetic)
-            int cores = Kernels.sharedFloat32().threads();
-            int rows = end - start;
-            Kernels.sharedFloat32().forRows(cores, (long) rows * start * start / 2 / cores, (partFrom, partTo) -> {
-                int from = rows * partFrom / cores / 4 * 4;
-                int to = partTo == cores ? rows : rows * partTo / cores / 4 * 4;
-                int quads = start + from + (to - from) / 4 * 4;
-                for (int j = 0; j < start; j++) {
-                    double ljj = a[j * n + j];
-                    for (int i = start + from; i < quads; i += 4) {
-                        solveFour(a, n, i, j, ljj);
-                    }
-                    for (int i = quads; i < start + to; i++) {
-                        a[i * n + j] = (a[i * n + j] - dot(a, i * n, a, j * n, j)) / ljj;
-                    }
-                }
-            });
+        Kernels<float[]> cores = Kernels.sharedFloat32();
+        double[] panel = new double[Math.max(0, n - BLOCK) * BLOCK];
+        double[] panelT = new double[panel.length];
+        for (int start = 0; start < n; start += BLOCK) {
+            int end = Math.min(n, start + BLOCK);
+            int width = end - start;
+            // the diagonal block, from its own columns only (the earlier ones are already taken off)
             for (int j = start; j < end; j++) {
-                double s = a[j * n + j] - dot(a, j * n, a, j * n, j);
+                double s = a[j * n + j] - dot(a, j * n + start, a, j * n + start, j - start);
                 if (!(s > 0)) {
                     return false;
                 }
                 double ljj = Math.sqrt(s);
                 a[j * n + j] = ljj;
                 for (int i = j + 1; i < end; i++) {
-                    a[i * n + j] = (a[i * n + j] - dot(a, i * n, a, j * n, j)) / ljj;
+                    a[i * n + j] = (a[i * n + j] - dot(a, i * n + start, a, j * n + start, j - start)) / ljj;
                 }
             }
+            int below = n - end;
+            if (below == 0) {
+                break;
+            }
+            // the rows below, each against the block's triangle; packed as panel [below, width] and as its transpose
+            int first = start;
+            cores.forRows(below, (long) width * width, (from, to) -> {
+                for (int r = from; r < to; r++) {
+                    int row = (end + r) * n;
+                    for (int j = first; j < end; j++) {
+                        double v = (a[row + j] - dot(a, row + first, a, j * n + first, j - first)) / a[j * n + j];
+                        a[row + j] = v;
+                        panel[r * width + j - first] = v;
+                        panelT[(j - first) * below + r] = v;
+                    }
+                }
+            });
+            // the trailing lower triangle: rows in pieces, each over the columns up to its last row
+            int piece = 64;
+            cores.forRows((below + piece - 1) / piece, (long) piece * below * width, (from, to) -> {
+                for (int q = from; q < to; q++) {
+                    int r0 = q * piece;
+                    int r1 = Math.min(below, r0 + piece);
+                    DoubleTiles.subtractProducts(panel, width, width, panelT, 0, below, a, end * n + end, n, r1, r0, r1);
+                }
+            });
         }
         for (int i = 0; i < n; i++) {
             java.util.Arrays.fill(a, i * n + i + 1, (i + 1) * n, 0);
@@ -121,34 +137,6 @@ final class InverseHessian {
             }
         }
         return inv;
-    }
-
-    /**
-     * {@code a[r][j] = (a[r][j] - dot(row r, row j, j)) / ljj} for the rows r = i..i+3: four independent sums at
-     * once (one sum's FMAs wait on each other's latency), each formed exactly as {@link #dot} forms it.
-     */
-    private static void solveFour(double[] a, int n, int i, int j, double ljj) {
-        int r0 = i * n;
-        int r1 = r0 + n;
-        int r2 = r1 + n;
-        int r3 = r2 + n;
-        int rj = j * n;
-        int bound = D.loopBound(j);
-        DoubleVector s0 = DoubleVector.zero(D);
-        DoubleVector s1 = s0;
-        DoubleVector s2 = s0;
-        DoubleVector s3 = s0;
-        for (int p = 0; p < bound; p += D.length()) {
-            DoubleVector x = DoubleVector.fromArray(D, a, rj + p);
-            s0 = DoubleVector.fromArray(D, a, r0 + p).fma(x, s0);
-            s1 = DoubleVector.fromArray(D, a, r1 + p).fma(x, s1);
-            s2 = DoubleVector.fromArray(D, a, r2 + p).fma(x, s2);
-            s3 = DoubleVector.fromArray(D, a, r3 + p).fma(x, s3);
-        }
-        a[r0 + j] = (a[r0 + j] - tail(s0.reduceLanes(VectorOperators.ADD), a, r0, a, rj, bound, j)) / ljj;
-        a[r1 + j] = (a[r1 + j] - tail(s1.reduceLanes(VectorOperators.ADD), a, r1, a, rj, bound, j)) / ljj;
-        a[r2 + j] = (a[r2 + j] - tail(s2.reduceLanes(VectorOperators.ADD), a, r2, a, rj, bound, j)) / ljj;
-        a[r3 + j] = (a[r3 + j] - tail(s3.reduceLanes(VectorOperators.ADD), a, r3, a, rj, bound, j)) / ljj;
     }
 
     /** {@code s} plus the products past the vector loop's bound, one at a time, as {@link #dot} ends. */

@@ -78,6 +78,29 @@ class InverseHessianTest {
     }
 
     @Test
+    void choleskyFactorOverSeveralBlocksReproducesTheMatrix() {
+        int k = 300; // three blocks of 128 columns, a trailing update of more than one 64-row piece, a ragged last one
+        double[] h = gram(k, 500, 3);
+        double[] l = h.clone();
+        assertTrue(InverseHessian.choleskyInPlace(l, k));
+        double worst = 0;
+        for (int i = 0; i < k; i++) {
+            for (int j = 0; j < k; j++) {
+                if (j > i) {
+                    assertEquals(0.0, l[i * k + j], "above the diagonal at " + i + "," + j);
+                    continue;
+                }
+                double s = 0;
+                for (int p = 0; p <= j; p++) {
+                    s += l[i * k + p] * l[j * k + p];
+                }
+                worst = Math.max(worst, Math.abs(s - h[i * k + j]) / meanDiagonal(h, k));
+            }
+        }
+        assertTrue(worst < 1e-12, "L Lᵀ differs from H by " + worst + " of the mean diagonal");
+    }
+
+    @Test
     void dampeningRisesUntilASingularHessianFactors() {
         int k = 40;
         double[] h = gram(k, 10, 2); // rank 10 of 40: no Cholesky without dampening
