@@ -104,8 +104,9 @@ public final class MemoryPlan {
             // result until the next subset is quantized; AWQ keeps the whole trace)
             long activations = tokens * (c.hiddenSize() * Float.BYTES + perToken);
             int widest = Math.max(c.hiddenSize(), c.intermediateSize());
-            // GPTQ: the Hessian (double) and its float copy, then the damped copy, its inverse and the result
-            long hessians = gptq ? 36L * widest * widest : 0;
+            // GPTQ: the Hessian (double) beside its reversed, damped copy and that copy's triangular inverse while the
+            // factor is made; then the factor and the Hessian's float copy for the reports
+            long hessians = gptq ? 24L * widest * widest : 0;
             quantizing = layer + activations + hessians;
             basis += String.format(Locale.ROOT, "; %s for one layer twice, %s of activations over %d calibration tokens%s",
                     gb(layer), gb(activations), tokens, hessians > 0 ? ", " + gb(hessians) + " of Hessians" : "");

@@ -37,11 +37,15 @@ public final class Gptq {
     public record Prepared(int k, boolean[] dead, int[] perm, double[] hinv) {
     }
 
+    /** Reads {@code hessian} without changing it; copies it only when some inputs are dead (a copy is k × k doubles). */
     public static Prepared prepare(double[] hessian, int k, Options opt) {
-        double[] h = hessian.clone();
+        double[] h = hessian;
         boolean[] dead = new boolean[k];
         for (int j = 0; j < k; j++) {
-            if (h[j * k + j] == 0) {
+            if (hessian[j * k + j] == 0) {
+                if (h == hessian) {
+                    h = hessian.clone();
+                }
                 h[j * k + j] = 1;
                 dead[j] = true;
             }

@@ -60,33 +60,38 @@ public final class GptqRunner {
                 steps.add(lf.new Steps(p, b.x, b.length));
             }
             for (List<Linear> subset : SUBSETS) {
+                int layer = l;
+                List<Linear> quantized = subset.stream()
+                        .filter(lin -> keep.stream().noneMatch(TensorNames.weight(layer, lin)::contains)).toList();
+                if (quantized.isEmpty()) {
+                    continue;
+                }
                 Hessian hs = null;
+                int k = 0;
                 for (int bi = 0; bi < batches.size(); bi++) {
                     SequenceBatches.Batch b = batches.get(bi);
                     float[] in = steps.get(bi).inputOf(subset.get(0));
                     if (hs == null) {
-                        hs = new Hessian(in.length / b.rows());
+                        k = in.length / b.rows();
+                        hs = new Hessian(k);
                     }
                     hs.add(in, b.rows());
                 }
                 double[] h = hs.matrix();
                 hs = null; // its accumulators are as large as the Hessian
+                // the same inputs, so the same inverse for the subset's linears; made before the reports' float copy
+                // and with the double Hessian dropped after it, so at most three k × k doubles are live at once
+                Gptq.Prepared prepared = Gptq.prepare(h, k, opt);
                 float[] hf = new float[h.length];
                 for (int i = 0; i < h.length; i++) {
                     hf[i] = (float) h[i];
                 }
-                Gptq.Prepared prepared = null; // the same inputs, so the same inverse for the subset's linears
-                for (Linear lin : subset) {
+                h = null;
+                for (Linear lin : quantized) {
                     String name = TensorNames.weight(l, lin);
-                    if (keep.stream().anyMatch(name::contains)) {
-                        continue;
-                    }
                     float[] w = p.weights.get(lin);
-                    int rows = w.length / (h.length == 0 ? 1 : (int) Math.round(Math.sqrt(h.length)));
-                    int cols = w.length / rows;
-                    if (prepared == null) {
-                        prepared = Gptq.prepare(h, cols, opt);
-                    }
+                    int cols = k;
+                    int rows = w.length / cols;
                     QuantizedLinear q = Gptq.quantize(w, rows, cols, prepared, spec, opt);
                     float[] deq = q.dequantize();
                     float[] rtn = Rtn.quantize(w, rows, cols, spec).dequantize();

@@ -83,8 +83,11 @@ class GptqTest {
             h[j * in + 5] = 0;
         }
         QuantSpec spec = new QuantSpec(4, 16, false);
+        double[] given = h.clone();
         for (Gptq.Options opt : List.of(new Gptq.Options(16, 0.01, false), new Gptq.Options(16, 0.01, true))) {
             Gptq.Prepared shared = Gptq.prepare(h, in, opt);
+            assertArrayEquals(given, h, "prepare reads the Hessian without changing it (the runner keeps it for the reports)");
+            assertTrue(shared.dead()[5] && !shared.dead()[4]);
             for (int out : new int[]{8, 24}) {
                 float[] w = new float[out * in];
                 for (int i = 0; i < w.length; i++) {
