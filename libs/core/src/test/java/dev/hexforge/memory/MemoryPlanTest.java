@@ -72,6 +72,15 @@ class MemoryPlanTest {
     }
 
     @Test
+    void gptqAtHalfABillionParametersFitsTheTwoGigabyteHeapItWasMeasuredIn() {
+        // measured (docs/benchmarks.md, 2026-12-05): `hexforge quantize --method gptq --bits 4 --samples 128
+        // --calib-len 128` on the synthetic 0.5B shape completes under -XX:+UseParallelGC -Xmx2g, at most 1.51 GB after
+        // young collections; that collector's -Xmx2g is a maxMemory() of 1,908,932,608 bytes (one survivor space less)
+        MemoryPlan.Estimate e = MemoryPlan.quantize(config(Preset.QWEN2_5_0_5B), "gptq", 128, 128, false, 2);
+        assertTrue(e.heap() > 1.51e9 && e.heap() <= 1_908_932_608L, e.describe());
+    }
+
+    @Test
     void aBf16CheckpointsMappedWeightsAreNotCountedOnTheHeap() {
         // measured (docs/benchmarks.md): `bench finetune` on the synthetic bf16 0.5B shape, batch 1 x 128, runs under
         // -Xmx500m and fails under -Xmx400m; with the weights in float32 it needed 2.2-2.4 GB

@@ -90,13 +90,12 @@ public final class GptqRunner {
                 for (Linear lin : quantized) {
                     String name = TensorNames.weight(l, lin);
                     float[] w = p.weights.get(lin);
-                    int cols = k;
-                    int rows = w.length / cols;
-                    QuantizedLinear q = Gptq.quantize(w, rows, cols, prepared, spec, opt);
+                    int rows = w.length / k;
+                    QuantizedLinear q = Gptq.quantize(w, rows, k, prepared, spec, opt);
                     float[] deq = q.dequantize();
-                    float[] rtn = Rtn.quantize(w, rows, cols, spec).dequantize();
-                    errors.add(new LayerError(name, Hessian.outputError(w, deq, rows, cols, hf),
-                            Hessian.outputError(w, rtn, rows, cols, hf)));
+                    float[] rtn = Rtn.quantize(w, rows, k, spec).dequantize();
+                    errors.add(new LayerError(name, Hessian.outputError(w, deq, rows, k, hf),
+                            Hessian.outputError(w, rtn, rows, k, hf)));
                     p.weights.put(lin, deq);
                     out.put(name, q);
                 }
