@@ -21,6 +21,13 @@ FMTS=${FMTS:-"float int8 int4"}
 THREADS=${THREADS:-"1 2"}
 MEASURES=${MEASURES:-"decode prefill"}
 CSV=$OUT/raw.csv
+# the CPU exports must be the dynamic variant: `quantize` and `export` default to the static NPU graphs, which
+# ../shared/tools/peers/prepare.sh does not override (see docs/benchmarks.md, 2026-12-05, for the commands)
+for f in $FMTS; do
+  if ! grep -q '"variant" : "DYNAMIC"' "${HXM[$f]}/export.json" 2>/dev/null; then
+    echo "side_by_side: ${HXM[$f]} is not a dynamic export; make it with --variant dynamic" >&2; exit 2
+  fi
+done
 [[ -x $TRIAD ]] || cc -O3 -march=native -ffast-math -fopenmp "$TOOLS/triad.c" -o "$TRIAD"
 echo "time,rep,side,format,threads,measure,value,triad_GBs,load1,load5,load15,file" > "$CSV"
 
