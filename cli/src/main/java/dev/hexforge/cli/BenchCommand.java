@@ -114,7 +114,7 @@ final class BenchCommand implements Runnable {
 
         @Override
         public Integer call() throws Exception {
-            try (CTriad cTriad = CTriad.build()) {
+            try (var cTriad = dev.hexforge.kernels.CTriad.build()) {
                 for (int t : threads) {
                     dev.hexforge.kernels.MemoryBandwidth.triad(t); // warm-up: the JIT, and the C binary's first run
                     cTriad.run(t);
@@ -134,23 +134,12 @@ final class BenchCommand implements Runnable {
         }
     }
 
-    /**
-     * The C triad's figure when this machine can compile it, else the JVM's (which agreed with C within 10% on
-     * one machine and read a fifth less on another); the line says which.
-     */
+    /** {@link dev.hexforge.kernels.MemoryBandwidth#measure}, printed: the C triad's figure, and the JVM's beside it. */
     private static double bandwidth(int threads) {
-        double jvm = dev.hexforge.kernels.MemoryBandwidth.triad(threads);
-        String count = threads + " thread" + (threads == 1 ? "" : "s");
-        try (CTriad c = CTriad.build()) {
-            double bytes = c.run(threads);
-            System.out.printf("memory bandwidth (triad in C, %s, this run): %.1f GB/s; the JVM's triad: %.1f GB/s%n",
-                    count, bytes / 1e9, jvm / 1e9);
-            return bytes;
-        } catch (Exception e) {
-            System.out.printf("memory bandwidth (triad in the JVM, %s, this run; no C triad: %s): %.1f GB/s%n",
-                    count, e.getMessage(), jvm / 1e9);
-            return jvm;
-        }
+        var m = dev.hexforge.kernels.MemoryBandwidth.measure(threads);
+        System.out.printf("memory bandwidth (%s, this run): %.1f GB/s; the JVM's triad: %.1f GB/s%n",
+                m.describe(threads), m.bytesPerSecond() / 1e9, m.jvmBytesPerSecond() / 1e9);
+        return m.bytesPerSecond();
     }
 
     static double median(double[] xs) {

@@ -6,6 +6,7 @@ import dev.hexforge.eval.DeviceReference;
 import dev.hexforge.eval.Perplexity;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.DecodeSession;
+import dev.hexforge.kernels.MemoryBandwidth;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.runtime.OnnxLm;
 import dev.hexforge.onnx.runtime.OpProfile;
@@ -140,9 +141,10 @@ public final class OrtBackend implements Backend {
             }
             long weights = ExportInfo.read(bundle.dir()).weightBytes(bundle.dir());
             double decodeTps = newTokens / decode;
-            double bandwidth = soc != null ? soc.memoryBandwidth() : HostBandwidth.measured(threads);
+            MemoryBandwidth.Measured host = soc != null ? null : HostBandwidth.measured(threads);
+            double bandwidth = soc != null ? soc.memoryBandwidth() : host.bytesPerSecond();
             String bandwidthSource = soc != null ? soc.marketing() + " spec-sheet peak (SoC table)"
-                    : "measured (triad, " + threads + " thread" + (threads == 1 ? "" : "s") + ")";
+                    : "measured (" + host.describe(threads) + ")";
             notAvailable.put("energyPerToken", "the host exposes no power sensor to " + name);
             notAvailable.put("thermalState", "the host exposes no thermal status to " + name);
             Integer offNpu = null;

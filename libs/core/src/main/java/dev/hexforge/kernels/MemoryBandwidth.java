@@ -14,6 +14,33 @@ public final class MemoryBandwidth {
     private MemoryBandwidth() {
     }
 
+    /**
+     * The bandwidth efficiency figures divide by: the C triad's where this machine compiles it ({@link CTriad}), else
+     * the JVM's {@link #triad}; both are measured, so a report can show how far apart they are.
+     *
+     * @param cUnavailable why there is no C figure (then {@code bytesPerSecond} is the JVM's), or null
+     */
+    public record Measured(double bytesPerSecond, double jvmBytesPerSecond, String cUnavailable) {
+        public boolean fromC() {
+            return cUnavailable == null;
+        }
+
+        /** "triad in C, 2 threads" or "triad in the JVM, 1 thread (no C triad: ...)". */
+        public String describe(int threads) {
+            String count = threads + " thread" + (threads == 1 ? "" : "s");
+            return fromC() ? "triad in C, " + count : "triad in the JVM, " + count + " (no C triad: " + cUnavailable + ")";
+        }
+    }
+
+    public static Measured measure(int threads) {
+        double jvm = triad(threads);
+        try (CTriad c = CTriad.build()) {
+            return new Measured(c.run(threads), jvm, null);
+        } catch (Exception e) {
+            return new Measured(jvm, jvm, e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage());
+        }
+    }
+
     /** Bytes per second moved by {@code threads} threads (reads of b and c plus the write of a). */
     public static double triad(int threads) {
         float[] a = new float[FLOATS];

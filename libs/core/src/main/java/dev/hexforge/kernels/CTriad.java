@@ -1,4 +1,4 @@
-package dev.hexforge.cli;
+package dev.hexforge.kernels;
 
 import dev.hexforge.io.Folders;
 
@@ -6,11 +6,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * STREAM's triad in C ({@code triad.c}), compiled here with the system compiler and run as a process: the bandwidth
- * the bench commands measure against, since the JVM's own triad can read a fifth less than C on some CPUs
+ * STREAM's triad in C ({@code triad.c}), compiled here with the system compiler and run as a process: the process-level
+ * baseline {@link MemoryBandwidth#measure} prefers, since the JVM's own triad read a fifth less than C on one CPU
  * (docs/benchmarks.md, 2026-12-05).
  */
-final class CTriad implements AutoCloseable {
+public final class CTriad implements AutoCloseable {
     private final Path dir;
     private final Path exe;
 
@@ -20,7 +20,7 @@ final class CTriad implements AutoCloseable {
     }
 
     /** Compiles the triad; throws with the compiler's message when {@code cc} is missing or fails. */
-    static CTriad build() throws Exception {
+    public static CTriad build() throws Exception {
         Path dir = Files.createTempDirectory("hexforge-triad");
         try {
             Path source = dir.resolve("triad.c");
@@ -42,7 +42,7 @@ final class CTriad implements AutoCloseable {
     }
 
     /** Bytes per second moved by {@code threads} threads, best of the program's eight passes. */
-    double run(int threads) throws Exception {
+    public double run(int threads) throws Exception {
         Process p = new ProcessBuilder(exe.toString(), String.valueOf(threads)).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes()).strip();
         if (p.waitFor() != 0) {
