@@ -11,11 +11,9 @@ import java.nio.file.Path;
  * (docs/benchmarks.md, 2026-12-05).
  */
 public final class CTriad implements AutoCloseable {
-    private final Path dir;
-    private final Path exe;
+    private final Path exe; // alone in a temporary folder, deleted on close
 
-    private CTriad(Path dir, Path exe) {
-        this.dir = dir;
+    private CTriad(Path exe) {
         this.exe = exe;
     }
 
@@ -34,7 +32,7 @@ public final class CTriad implements AutoCloseable {
             if (cc.waitFor() != 0) {
                 throw new IllegalStateException("cc could not build the C triad: " + log.strip());
             }
-            return new CTriad(dir, exe);
+            return new CTriad(exe);
         } catch (Exception e) {
             Folders.deleteQuietly(dir);
             throw e;
@@ -53,6 +51,6 @@ public final class CTriad implements AutoCloseable {
 
     @Override
     public void close() {
-        Folders.deleteQuietly(dir);
+        Folders.deleteQuietly(exe.getParent());
     }
 }

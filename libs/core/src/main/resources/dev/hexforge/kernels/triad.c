@@ -1,5 +1,6 @@
 /* STREAM's triad a = b + 3c over three arrays of 2^24 floats (64 MB each), on N threads, best of 8 passes:
-   the process-level baseline `hexforge bench bandwidth` checks the JVM's triad against. Prints bytes/s. */
+   the process-level baseline the efficiency figures divide by (MemoryBandwidth.measure) and `hexforge bench bandwidth`
+   compares the JVM's triad with. Prints bytes/s. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
