@@ -36,6 +36,9 @@ public final class MemoryBandwidth {
         double jvm = triad(threads);
         try (CTriad c = CTriad.build()) {
             return new Measured(c.run(threads), jvm, null);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // the caller's to act on; the JVM's figure is still a measurement
+            return new Measured(jvm, jvm, "interrupted");
         } catch (Exception e) {
             return new Measured(jvm, jvm, e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage());
         }
