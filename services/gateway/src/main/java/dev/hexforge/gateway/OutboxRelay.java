@@ -10,6 +10,9 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
 import org.springframework.transaction.support.TransactionTemplate;
 
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -69,12 +72,30 @@ class OutboxRelay {
         }
     }
 
-    /** Sends up to 100 rows; true when the batch was full. */
+    /**
+     * Sends up to 100 rows without waiting between them (the producer is idempotent, so a partition keeps their
+     * order), then marks sent the rows up to the first the broker did not take; true when the batch was full. A row
+     * after a failed one may have reached the broker and is sent again later, which consumers already tolerate.
+     */
     private boolean relayBatch() {
         var rows = outbox.findTop100BySentAtIsNullOrderByIdAsc();
+        List<CompletableFuture<?>> sends = new ArrayList<>(rows.size());
         for (OutboxEntity m : rows) {
             try {
-                kafka.send(m.topic, m.messageKey, m.payload).get(10, TimeUnit.SECONDS);
+                sends.add(kafka.send(m.topic, m.messageKey, m.payload));
+            } catch (RuntimeException e) {
+                sends.add(CompletableFuture.failedFuture(e));
+                break;
+            }
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        for (int i = 0; i < sends.size(); i++) {
+            OutboxEntity m = rows.get(i);
+            try {
+                sends.get(i).get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return false;
             } catch (Exception e) {
                 LOG.warn("outbox message {} to {} not sent yet: {}", m.id, m.topic, e.getMessage());
                 return false;
