@@ -73,8 +73,9 @@ public final class Checkpoint implements Closeable {
             if (!extra.isEmpty()) {
                 warnings.add("ignoring " + extra.size() + " tensor(s) the decoder does not use: " + extra);
             }
+            long[] scratch = new long[SCAN_CHUNK]; // one for every tensor: a fleet opens a checkpoint per job
             for (String name : expected.keySet()) {
-                long bad = countNonFinite(store.bytes(name), store.info(name).dtype());
+                long bad = countNonFinite(store.bytes(name), store.info(name).dtype(), scratch);
                 if (bad > 0) {
                     warnings.add("tensor '" + name + "' has " + bad + " NaN/Inf value(s)");
                 }
@@ -119,17 +120,20 @@ public final class Checkpoint implements Closeable {
      * NaN and Inf values of a float tensor: those whose exponent bits are all set. The 16-bit types are tested four
      * to a long, read in bulk (a value-at-a-time read of a mapped buffer made this scan a second of every open at 0.5B).
      */
-    static long countNonFinite(ByteBuffer b, DType dtype) {
+    static long countNonFinite(ByteBuffer b, DType dtype, long[] scratch) {
         return switch (dtype) {
-            case F32 -> countAllSet(b, 0x7f800000_7f800000L, 2);
-            case BF16 -> countAllSet(b, 0x7f80_7f80_7f80_7f80L, 4);
-            case F16 -> countAllSet(b, 0x7c00_7c00_7c00_7c00L, 4);
+            case F32 -> countAllSet(b, 0x7f800000_7f800000L, 2, scratch);
+            case BF16 -> countAllSet(b, 0x7f80_7f80_7f80_7f80L, 4, scratch);
+            case F16 -> countAllSet(b, 0x7c00_7c00_7c00_7c00L, 4, scratch);
             default -> 0;
         };
     }
 
+    /** Longs {@link #countNonFinite} reads at a time (into its caller's scratch array). */
+    static final int SCAN_CHUNK = 1 << 14;
+
     /** Lanes (of {@code 64 / lanes} bits) whose {@code mask} bits are all set, in a little-endian buffer. */
-    private static long countAllSet(ByteBuffer src, long mask, int lanes) {
+    private static long countAllSet(ByteBuffer src, long mask, int lanes, long[] chunk) {
         ByteBuffer b = src.duplicate().order(java.nio.ByteOrder.LITTLE_ENDIAN);
         int laneBits = 64 / lanes;
         // a lane's masked bits XOR the mask is zero exactly when all are set; adding (top bit - 1) to the lane sets its
@@ -142,7 +146,6 @@ public final class Checkpoint implements Closeable {
         }
         long bad = 0;
         java.nio.LongBuffer longs = b.asLongBuffer();
-        long[] chunk = new long[Math.min(longs.remaining(), 1 << 14)];
         while (longs.hasRemaining()) {
             int n = Math.min(chunk.length, longs.remaining());
             longs.get(chunk, 0, n);

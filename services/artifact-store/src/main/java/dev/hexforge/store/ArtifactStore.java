@@ -315,7 +315,7 @@ public final class ArtifactStore {
     private static String sha256(InputStream in) throws IOException {
         try {
             MessageDigest md = MessageDigest.getInstance("SHA-256");
-            byte[] buf = new byte[1 << 20];
+            byte[] buf = new byte[1 << 16]; // hashing is no faster with more; a fleet hashes every file of every output
             int n;
             while ((n = in.read(buf)) > 0) {
                 md.update(buf, 0, n);
