@@ -13,9 +13,9 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -74,8 +74,11 @@ class OutboxRelay {
 
     /**
      * Sends up to 100 rows without waiting between them (the producer is idempotent, so a partition keeps their
-     * order), then marks sent the rows up to the first the broker did not take; true when the batch was full. A row
-     * after a failed one may have reached the broker and is sent again later, which consumers already tolerate.
+     * order), then marks sent the rows up to the first the broker did not take; true when the batch was full. It waits
+     * for the producer's verdict on every row it handed over (the producer gives one within its delivery timeout, two
+     * minutes by default) before the rows can be read again, so a broker away for a while gets each row once more,
+     * not once per poll. A row after a refused one may have reached the broker and is sent again, which consumers
+     * already tolerate.
      */
     private boolean relayBatch() {
         var rows = outbox.findTop100BySentAtIsNullOrderByIdAsc();
@@ -88,20 +91,24 @@ class OutboxRelay {
                 break;
             }
         }
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        boolean refused = false;
         for (int i = 0; i < sends.size(); i++) {
             OutboxEntity m = rows.get(i);
             try {
-                sends.get(i).get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                sends.get(i).get();
+                if (!refused) {
+                    m.sentAt = Instant.now();
+                }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return false;
-            } catch (Exception e) {
-                LOG.warn("outbox message {} to {} not sent yet: {}", m.id, m.topic, e.getMessage());
-                return false;
+            } catch (ExecutionException e) {
+                if (!refused) {
+                    LOG.warn("outbox message {} to {} not sent yet: {}", m.id, m.topic, e.getCause().getMessage());
+                }
+                refused = true;
             }
-            m.sentAt = Instant.now();
         }
-        return rows.size() == 100;
+        return !refused && rows.size() == 100;
     }
 }

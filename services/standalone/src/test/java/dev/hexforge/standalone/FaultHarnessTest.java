@@ -278,7 +278,43 @@ class FaultHarnessTest {
         assertInvariants(awaitEnd(id), run.stream());
     }
 
+    /**
+     * The broker away for fifteen of the relay's polls while rows wait in the outbox: when it is back each row reaches
+     * its topic once, in order (the relay waits for the producer's verdict on the rows it handed over instead of
+     * handing them over again at every poll), and every row is marked sent.
+     */
     @Order(3)
+    @Test
+    void rowsWrittenWhileTheBrokerIsAwayArriveOnceWhenItIsBack() throws Exception {
+        String topic = "hexforge.test.outbox-outage." + java.util.UUID.randomUUID();
+        insertOutboxRow(topic, "before");
+        awaitOutboxSent(topic, 1, Duration.ofSeconds(30)); // the producer knows the topic from here on
+        infra.stopKafka();
+        for (int i = 0; i < 3; i++) {
+            insertOutboxRow(topic, "row-" + i);
+        }
+        Thread.sleep(15_000);
+        infra.startKafka();
+        java.util.Properties p = new java.util.Properties();
+        p.put("bootstrap.servers", "127.0.0.1:" + infra.kafkaPort);
+        p.put("group.id", topic);
+        p.put("auto.offset.reset", "earliest");
+        p.put("key.deserializer", org.apache.kafka.common.serialization.StringDeserializer.class.getName());
+        p.put("value.deserializer", org.apache.kafka.common.serialization.StringDeserializer.class.getName());
+        List<String> got = new ArrayList<>();
+        try (var consumer = new org.apache.kafka.clients.consumer.KafkaConsumer<String, String>(p)) {
+            consumer.subscribe(List.of(topic));
+            long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
+            while (got.size() < 4 && System.nanoTime() < deadline) {
+                consumer.poll(Duration.ofMillis(500)).forEach(r -> got.add(r.value()));
+            }
+            consumer.poll(Duration.ofSeconds(3)).forEach(r -> got.add(r.value())); // a copy sent twice would show here
+        }
+        assertEquals(List.of("before", "row-0", "row-1", "row-2"), got);
+        awaitOutboxSent(topic, 4, Duration.ofSeconds(30));
+    }
+
+    @Order(4)
     @Test
     void theDatabaseRestartedMidJob() throws Exception {
         Running run = jobAt("compile");
@@ -301,7 +337,7 @@ class FaultHarnessTest {
      * patience runs out moves nothing to its folder, and one with the default patience waits; once the store is back
      * the same upload succeeds, the waiting download finishes and verifies, and the job completes.
      */
-    @Order(4)
+    @Order(5)
     @Test
     void theObjectStoreAwayFor30sDuringAStageAnUploadAndADownload() throws Exception {
         assertTrue(lastSignedArtifact != null, "an earlier test completed a job whose bundle is downloaded here");
@@ -362,7 +398,7 @@ class FaultHarnessTest {
      * stage request (the broker is away, so the relay cannot have sent it): the gateway started again relays the row
      * and the job runs to its end, once; the job's stream, broken by the kill, is reconnected and ends with the job.
      */
-    @Order(5)
+    @Order(6)
     @Test
     void theGatewayKilledBetweenCommitAndRelay() throws Exception {
         infra.stopKafka();
@@ -385,7 +421,7 @@ class FaultHarnessTest {
      * gateway accepted. CI runs a few jobs; the full soak is a benchmark:
      * {@code -Dhexforge.soak.jobs=1000 -Dhexforge.soak.clients=20} (docs/reliability.md).
      */
-    @Order(6)
+    @Order(7)
     @Test
     void aSoakOfJobsFromManyClientsWithSeededFaults() throws Exception {
         soaking = true;
@@ -553,6 +589,33 @@ class FaultHarnessTest {
             }
         }
         return ids;
+    }
+
+    void insertOutboxRow(String topic, String payload) throws Exception {
+        try (Connection c = DriverManager.getConnection(infra.jdbcUrl(), "postgres", "postgres");
+             var s = c.prepareStatement("INSERT INTO outbox (topic, message_key, payload, created_at) VALUES (?, 'outage-test', ?, now())")) {
+            s.setString(1, topic);
+            s.setString(2, payload);
+            s.executeUpdate();
+        }
+    }
+
+    void awaitOutboxSent(String topic, int rows, Duration within) throws Exception {
+        long deadline = System.nanoTime() + within.toNanos();
+        while (true) {
+            try (Connection c = DriverManager.getConnection(infra.jdbcUrl(), "postgres", "postgres");
+                 var s = c.prepareStatement("SELECT count(*) FROM outbox WHERE sent_at IS NOT NULL AND topic = ?")) {
+                s.setString(1, topic);
+                try (ResultSet rs = s.executeQuery()) {
+                    rs.next();
+                    if (rs.getInt(1) == rows) {
+                        return;
+                    }
+                }
+            }
+            assertTrue(System.nanoTime() < deadline, "the relay marks " + rows + " row(s) of " + topic + " sent within " + within);
+            Thread.sleep(200);
+        }
     }
 
     int unsentOutboxRows(String jobId) throws Exception {
