@@ -174,21 +174,8 @@ class FleetIntegrationTest {
         });
         gateway.getBean(OutboxRelay.class).wake();
 
-        java.util.Properties p = new java.util.Properties();
-        p.put("bootstrap.servers", infra.kafka());
-        p.put("group.id", "outbox-order-" + key);
-        p.put("auto.offset.reset", "earliest");
-        p.put("key.deserializer", org.apache.kafka.common.serialization.StringDeserializer.class.getName());
-        p.put("value.deserializer", org.apache.kafka.common.serialization.StringDeserializer.class.getName());
-        List<String> got = new java.util.ArrayList<>();
-        try (var consumer = new org.apache.kafka.clients.consumer.KafkaConsumer<String, String>(p)) {
-            consumer.subscribe(List.of(topic));
-            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-            while (got.size() < 250 && System.nanoTime() < deadline) {
-                consumer.poll(Duration.ofMillis(200)).forEach(r -> got.add(r.value()));
-            }
-            consumer.poll(Duration.ofMillis(500)).forEach(r -> got.add(r.value())); // a duplicate would show here
-        }
+        List<String> got = dev.hexforge.testing.fleet.TopicValues.read(infra.kafka(), topic, 250, Duration.ofSeconds(60),
+                Duration.ofMillis(500)); // a duplicate would show in the last half second
         assertEquals(java.util.stream.IntStream.range(0, 250).mapToObj(i -> "row-" + i).toList(), got);
         long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
         while (outbox.findAllById(ids).stream().anyMatch(m -> m.sentAt == null)) {

@@ -295,21 +295,8 @@ class FaultHarnessTest {
         }
         Thread.sleep(15_000);
         infra.startKafka();
-        java.util.Properties p = new java.util.Properties();
-        p.put("bootstrap.servers", "127.0.0.1:" + infra.kafkaPort);
-        p.put("group.id", topic);
-        p.put("auto.offset.reset", "earliest");
-        p.put("key.deserializer", org.apache.kafka.common.serialization.StringDeserializer.class.getName());
-        p.put("value.deserializer", org.apache.kafka.common.serialization.StringDeserializer.class.getName());
-        List<String> got = new ArrayList<>();
-        try (var consumer = new org.apache.kafka.clients.consumer.KafkaConsumer<String, String>(p)) {
-            consumer.subscribe(List.of(topic));
-            long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
-            while (got.size() < 4 && System.nanoTime() < deadline) {
-                consumer.poll(Duration.ofMillis(500)).forEach(r -> got.add(r.value()));
-            }
-            consumer.poll(Duration.ofSeconds(3)).forEach(r -> got.add(r.value())); // a copy sent twice would show here
-        }
+        List<String> got = dev.hexforge.testing.fleet.TopicValues.read("127.0.0.1:" + infra.kafkaPort, topic, 4,
+                Duration.ofSeconds(90), Duration.ofSeconds(3)); // a copy sent twice would show in the last 3 s
         assertEquals(List.of("before", "row-0", "row-1", "row-2"), got);
         awaitOutboxSent(topic, 4, Duration.ofSeconds(30));
     }
