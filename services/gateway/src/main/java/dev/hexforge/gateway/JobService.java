@@ -259,7 +259,7 @@ public class JobService {
 
     private void dispatch(JobEntity j, JobSpec spec, Stage stage, List<ArtifactRef> inputs) {
         Instant now = Instant.now();
-        int earlier = (int) attempts.findByJobIdOrderByStartedAtAsc(j.id).stream().filter(x -> x.stage.equals(stage.id())).count();
+        int earlier = (int) attempts.countByJobIdAndStage(j.id, stage.id());
         AttemptEntity a = attempts.save(JobStateMachine.dispatch(j, stage, earlier, ContractsJson.write(inputs), now));
         if (stage == Stage.BENCHMARK) { // device runners pull these over REST; no stage service consumes them
             JobSpec.Benchmark b = spec.benchmark();
@@ -279,11 +279,11 @@ public class JobService {
     }
 
     /**
-     * Applies a stage service's event and returns the job's state after it; events of attempts that are no longer
+     * Applies a stage service's event and returns the job as it is after it; events of attempts that are no longer
      * current are ignored (null).
      */
     @Transactional
-    public JobEntity.State apply(StageEvents.Event e) {
+    public JobEntity apply(StageEvents.Event e) {
         Optional<AttemptEntity> found = attempts.findById(UUID.fromString(e.attemptId()));
         Optional<JobEntity> job = jobs.findById(UUID.fromString(e.jobId()));
         if (found.isEmpty() || job.isEmpty()) {
@@ -321,7 +321,7 @@ public class JobService {
         } else if (e instanceof StageEvents.Failed f) {
             LOG.info("job {} failed at {}: {}", j.id, f.stage().id(), f.error().message());
         }
-        return j.state;
+        return j;
     }
 
     /**

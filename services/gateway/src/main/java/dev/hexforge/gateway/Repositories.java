@@ -19,6 +19,14 @@ interface JobRepository extends JpaRepository<JobEntity, UUID> {
 interface AttemptRepository extends JpaRepository<AttemptEntity, UUID> {
     List<AttemptEntity> findByJobIdOrderByStartedAtAsc(UUID jobId);
 
+    /**
+     * How many attempts of a stage the job has in the database. It does not flush the transaction's pending changes
+     * first (they cannot change the count: a transaction dispatches at most one attempt), so the job's row is written
+     * once, at commit, rather than once before this query and again after it.
+     */
+    @org.springframework.data.jpa.repository.QueryHints(@jakarta.persistence.QueryHint(name = "org.hibernate.flushMode", value = "COMMIT"))
+    long countByJobIdAndStage(UUID jobId, String stage);
+
     List<AttemptEntity> findByStateAndUpdatedAtBefore(AttemptEntity.State state, java.time.Instant before);
 
     /** A tenant's attempts of one stage in one state, newest first. */

@@ -4,7 +4,6 @@ import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.contracts.Topics;
 import java.util.Map;
-import java.util.UUID;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.stereotype.Component;
 
@@ -13,26 +12,23 @@ import org.springframework.stereotype.Component;
 class StageEventListener {
     private final JobService jobs;
     private final JobEventHub hub;
-    private final JobRepository repo;
 
-    StageEventListener(JobService jobs, JobEventHub hub, JobRepository repo) {
+    StageEventListener(JobService jobs, JobEventHub hub) {
         this.jobs = jobs;
         this.hub = hub;
-        this.repo = repo;
     }
 
     @KafkaListener(topics = Topics.STAGE_EVENTS, groupId = "hexforge-gateway", concurrency = "${hexforge.event-consumers:4}")
     void onEvent(String payload) {
         // an unreadable event goes to the dead-letter topic through the error handler (GatewayConfig), not away
         StageEvents.Event e = ContractsJson.read(payload, StageEvents.Event.class);
-        JobEntity.State state = Conflicts.retry(() -> jobs.apply(e)); // committed when it returns
-        if (state != null) {
-            UUID job = UUID.fromString(e.jobId());
+        JobEntity job = Conflicts.retry(() -> jobs.apply(e)); // committed when it returns
+        if (job != null) {
             String name = e instanceof StageEvents.Progress ? "progress" : e instanceof StageEvents.Completed ? "completed" : "failed";
-            hub.publish(job, name, ContractsJson.write(e), false);
-            hub.publish(job, "job", Map.of("id", e.jobId(), "state", state.name().toLowerCase()), state != JobEntity.State.RUNNING);
+            hub.publish(job.id, name, ContractsJson.write(e), false);
+            hub.publish(job.id, "job", Map.of("id", e.jobId(), "state", job.state.name().toLowerCase()), job.state != JobEntity.State.RUNNING);
             if (!(e instanceof StageEvents.Progress)) { // a job list row (state, current stage) changes only when a stage ends
-                repo.findById(job).ifPresent(hub::jobChanged);
+                hub.jobChanged(job); // as committed: no second read
             }
         }
     }
