@@ -50,7 +50,6 @@ public final class EmbeddedKafka implements AutoCloseable {
             p.setProperty("share.coordinator.state.topic.replication.factor", "1");
             p.setProperty("share.coordinator.state.topic.min.isr", "1");
             p.setProperty("group.initial.rebalance.delay.ms", "0");
-            p.setProperty("log.flush.interval.messages", "1");
             Path config = dir.resolve("server.properties");
             try (Writer w = Files.newBufferedWriter(config)) {
                 p.store(w, "written by hexforge");
