@@ -24,7 +24,7 @@ interface AttemptRepository extends JpaRepository<AttemptEntity, UUID> {
      * first (they cannot change the count: a transaction dispatches at most one attempt), so the job's row is written
      * once, at commit, rather than once before this query and again after it.
      */
-    @org.springframework.data.jpa.repository.QueryHints(@jakarta.persistence.QueryHint(name = "org.hibernate.flushMode", value = "COMMIT"))
+    @org.springframework.data.jpa.repository.QueryHints(@jakarta.persistence.QueryHint(name = org.hibernate.jpa.HibernateHints.HINT_FLUSH_MODE, value = "COMMIT"))
     long countByJobIdAndStage(UUID jobId, String stage);
 
     List<AttemptEntity> findByStateAndUpdatedAtBefore(AttemptEntity.State state, java.time.Instant before);

@@ -589,26 +589,21 @@ class FaultHarnessTest {
 
     void awaitOutboxSent(String topic, int rows, Duration within) throws Exception {
         long deadline = System.nanoTime() + within.toNanos();
-        while (true) {
-            try (Connection c = DriverManager.getConnection(infra.jdbcUrl(), "postgres", "postgres");
-                 var s = c.prepareStatement("SELECT count(*) FROM outbox WHERE sent_at IS NOT NULL AND topic = ?")) {
-                s.setString(1, topic);
-                try (ResultSet rs = s.executeQuery()) {
-                    rs.next();
-                    if (rs.getInt(1) == rows) {
-                        return;
-                    }
-                }
-            }
+        while (outboxRows("sent_at IS NOT NULL AND topic = ?", topic) != rows) {
             assertTrue(System.nanoTime() < deadline, "the relay marks " + rows + " row(s) of " + topic + " sent within " + within);
             Thread.sleep(200);
         }
     }
 
     int unsentOutboxRows(String jobId) throws Exception {
+        return outboxRows("sent_at IS NULL AND message_key = ?", jobId);
+    }
+
+    /** Outbox rows matching {@code where}, a condition with one parameter, {@code value}. */
+    int outboxRows(String where, String value) throws Exception {
         try (Connection c = DriverManager.getConnection(infra.jdbcUrl(), "postgres", "postgres");
-             var s = c.prepareStatement("SELECT count(*) FROM outbox WHERE sent_at IS NULL AND message_key = ?")) {
-            s.setString(1, jobId);
+             var s = c.prepareStatement("SELECT count(*) FROM outbox WHERE " + where)) {
+            s.setString(1, value);
             try (ResultSet rs = s.executeQuery()) {
                 rs.next();
                 return rs.getInt(1);
