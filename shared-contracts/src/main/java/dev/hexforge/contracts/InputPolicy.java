@@ -97,19 +97,18 @@ public final class InputPolicy {
             throw new RefusedPathException(field, "this fleet reads no server folders (hexforge.input-roots is empty); "
                     + "upload the input and name it by id");
         }
-        String outside = "is outside the folders this fleet reads inputs from (" + rootList() + "); upload it and name it by id";
         // the lexical form first: '..', paths outside the roots and inside denied folders are refused before the file
         // system is asked anything, so whether such a path exists never shows
         Path lexical = p.normalize();
         if (!lexical.equals(p) || !allowed(lexical)) {
-            throw new RefusedPathException(field, outside);
+            throw new RefusedPathException(field, outside());
         }
         Optional<Path> real = real(p);
         if (real.isEmpty()) {
             throw new RefusedPathException(field, "does not exist");
         }
         if (!allowed(real.get())) {
-            throw new RefusedPathException(field, outside); // a symbolic link out of the roots or into a denied folder
+            throw new RefusedPathException(field, outside()); // a symbolic link out of the roots or into a denied folder
         }
         if (folder ? !Files.isDirectory(real.get()) : !Files.isRegularFile(real.get(), LinkOption.NOFOLLOW_LINKS)) {
             throw new RefusedPathException(field, folder ? "is not a folder" : "is not a regular file");
@@ -123,12 +122,19 @@ public final class InputPolicy {
         return root.isPresent() && denied.stream().noneMatch(d -> p.startsWith(d) && !root.get().startsWith(d));
     }
 
-    private String rootList() {
-        return String.join(", ", roots.stream().map(Path::toString).toList());
+    private String outside() {
+        return "is outside the folders this fleet reads inputs from (" + String.join(", ", roots.stream().map(Path::toString).toList())
+                + "); upload it and name it by id";
     }
 
     /** The deepest root that holds the path. */
     private static Optional<Path> under(Path p, List<Path> roots) {
-        return roots.stream().filter(p::startsWith).max((a, b) -> Integer.compare(a.getNameCount(), b.getNameCount()));
+        Path deepest = null;
+        for (Path r : roots) {
+            if (p.startsWith(r) && (deepest == null || r.getNameCount() > deepest.getNameCount())) {
+                deepest = r;
+            }
+        }
+        return Optional.ofNullable(deepest);
     }
 }

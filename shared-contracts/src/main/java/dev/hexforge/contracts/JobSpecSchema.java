@@ -8,9 +8,12 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.regex.Pattern;
 
 import static dev.hexforge.contracts.FieldSpec.bool;
 import static dev.hexforge.contracts.FieldSpec.input;
@@ -98,6 +101,29 @@ public final class JobSpecSchema {
                     integer("promptLength", 128, 1, 4096, "Prompt tokens."),
                     integer("newTokens", 64, 1, 4096, "Decoded tokens.")));
 
+    /**
+     * What validation needs of each declared field, worked out once: its default as a node, its pattern compiled and,
+     * for an object, its fields' names. Keyed by identity: a record's hash would walk the whole declaration.
+     */
+    private record Compiled(JsonNode defaultNode, Pattern pattern, Set<String> names) {
+    }
+
+    private static final Pattern ID = Pattern.compile(ID_PATTERN);
+    private static final Map<FieldSpec, Compiled> COMPILED = compile(ROOT, new IdentityHashMap<>());
+
+    private static Map<FieldSpec, Compiled> compile(FieldSpec f, Map<FieldSpec, Compiled> into) {
+        Set<String> names = new HashSet<>();
+        if (f.fields() != null) {
+            for (FieldSpec c : f.fields()) {
+                names.add(c.name());
+                compile(c, into);
+            }
+        }
+        into.put(f, new Compiled(f.defaultValue() == null ? null : VALUES.valueToTree(f.defaultValue()),
+                f.pattern() == null ? null : Pattern.compile(f.pattern()), Set.copyOf(names)));
+        return into;
+    }
+
     private JobSpecSchema() {
     }
 
@@ -134,9 +160,7 @@ public final class JobSpecSchema {
 
     private static ObjectNode checkObject(FieldSpec spec, JsonNode node, String path, List<Problem> problems) {
         ObjectNode out = NODES.objectNode();
-        Set<String> known = new HashSet<>();
         for (FieldSpec f : spec.fields()) {
-            known.add(f.name());
             String p = path.isEmpty() ? f.name() : path + "." + f.name();
             JsonNode v = node.get(f.name());
             if (v == null || v.isNull()) {
@@ -145,7 +169,7 @@ public final class JobSpecSchema {
                 } else if (f.kind() == FieldSpec.Kind.OBJECT) {
                     out.set(f.name(), checkObject(f, NODES.objectNode(), p, problems));
                 } else if (f.defaultValue() != null) {
-                    out.set(f.name(), VALUES.valueToTree(f.defaultValue()));
+                    out.set(f.name(), COMPILED.get(f).defaultNode().deepCopy()); // a list default is mutable
                 }
                 continue;
             }
@@ -156,7 +180,7 @@ public final class JobSpecSchema {
         }
         for (Iterator<String> it = node.fieldNames(); it.hasNext(); ) {
             String name = it.next();
-            if (!known.contains(name)) {
+            if (!COMPILED.get(spec).names().contains(name)) {
                 problems.add(new Problem(path.isEmpty() ? name : path + "." + name, "unknown field"));
             }
         }
@@ -190,14 +214,13 @@ public final class JobSpecSchema {
             }
             case INTEGER -> {
                 // within the declared range, which lies within a Java long: 2^63 and beyond are refused here, not in binding
-                String range = "must be between " + f.min().longValue() + " and " + f.max().longValue();
                 if (!v.isIntegralNumber() || !v.canConvertToLong()) {
-                    problems.add(new Problem(p, v.isIntegralNumber() ? range + ", got " + clip(v.asText()) : "must be an integer"));
+                    problems.add(new Problem(p, v.isIntegralNumber() ? range(f) + ", got " + clip(v.asText()) : "must be an integer"));
                     return null;
                 }
                 long x = v.asLong();
                 if (x < f.min().longValue() || x > f.max().longValue()) {
-                    problems.add(new Problem(p, range + ", got " + x));
+                    problems.add(new Problem(p, range(f) + ", got " + x));
                 }
                 return v;
             }
@@ -244,6 +267,10 @@ public final class JobSpecSchema {
         }
     }
 
+    private static String range(FieldSpec f) {
+        return "must be between " + f.min().longValue() + " and " + f.max().longValue();
+    }
+
     /** At most the field's length, no control characters, and its pattern if it has one. */
     private static boolean checkText(FieldSpec f, String text, String p, List<Problem> problems) {
         if (text.length() > f.maxLength()) {
@@ -254,7 +281,7 @@ public final class JobSpecSchema {
             problems.add(new Problem(p, "must not contain control characters"));
             return false;
         }
-        if (f.pattern() != null && !text.matches(f.pattern())) {
+        if (f.pattern() != null && !COMPILED.get(f).pattern().matcher(text).matches()) {
             problems.add(new Problem(p, "must match " + f.pattern()));
             return false;
         }
@@ -289,7 +316,7 @@ public final class JobSpecSchema {
             given++;
             if (!x.isTextual() || x.asText().isBlank()) {
                 problems.add(new Problem(p + "." + source, "must be a non-empty string"));
-            } else if (!source.equals("path") && !x.asText().matches(ID_PATTERN)) {
+            } else if (!source.equals("path") && !ID.matcher(x.asText()).matches()) {
                 problems.add(new Problem(p + "." + source, "must be an id (a UUID), got '" + clip(x.asText()) + "'"));
             } else if (checkText(f, x.asText(), p + "." + source, problems)) {
                 out.set(source, x);

@@ -9,6 +9,7 @@ import dev.hexforge.contracts.Stage;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.function.Supplier;
 
 /**
  * How much heap a pass needs for a model, worked out from its config and the pass's settings before the pass
@@ -32,8 +33,16 @@ public final class MemoryPlan {
     /** A collector needs room to move what is live; below this share of slack a full heap thrashes. */
     static final double HEADROOM = 1.15;
 
-    /** One stage's need for one model; {@code stage} is null for work outside the fleet's stages (the CLI's). */
-    public record Estimate(Stage stage, long bytes, String basis) {
+    /**
+     * One stage's need for one model; {@code stage} is null for work outside the fleet's stages (the CLI's). The
+     * basis, the figures behind it in words, is written only when a refusal needs it: the gateway estimates every
+     * submission and refuses few.
+     */
+    public record Estimate(Stage stage, long bytes, Supplier<String> explained) {
+        public String basis() {
+            return explained.get();
+        }
+
         /** The heap a process should have for it (the need plus the collector's slack). */
         public long heap() {
             return (long) (bytes * HEADROOM);
@@ -45,7 +54,7 @@ public final class MemoryPlan {
         }
 
         public String describe() {
-            return String.format(Locale.ROOT, "%s needs about %s of memory for this model (%s)", what(), gb(heap()), basis);
+            return String.format(Locale.ROOT, "%s needs about %s of memory for this model (%s)", what(), gb(heap()), basis());
         }
     }
 
@@ -85,38 +94,35 @@ public final class MemoryPlan {
      * sensitivity scan ({@code scan}) runs the whole float model.
      */
     public static Estimate quantize(ModelConfig c, String method, int samples, int length, boolean scan, int cores) {
-        long embedding = (long) c.vocabSize() * c.hiddenSize();
         long linear = largestLinear(c);
-        // the reports of the largest tensors at once, one per core: the embedding, an untied head, then linears
+        long reports = reports(c, cores);
+        boolean calibrated = !method.equals("rtn");
+        long layer = calibrated ? 2 * layerWeights(c) * Float.BYTES : 0;
+        long tokens = calibrated ? (long) samples * Math.min(length, c.maxPositionEmbeddings()) : 0;
+        // every sequence's hidden state and its trace through the current layer (GPTQ keeps each part's result until
+        // the next subset is quantized; AWQ keeps the whole trace)
+        long activations = tokens * (c.hiddenSize() * Float.BYTES + (5L * c.hiddenSize() + c.intermediateSize()) * Float.BYTES);
+        int widest = Math.max(c.hiddenSize(), c.intermediateSize());
+        // GPTQ: the Hessian (double) beside its reversed, damped copy and that copy's triangular inverse while the
+        // factor is made; then the factor and the Hessian's float copy for the reports
+        long hessians = method.equals("gptq") ? 24L * widest * widest : 0;
+        long quantizing = calibrated ? layer + activations + hessians : 5 * linear;
+        long bytes = BASE + Math.max(reports, quantizing) + (scan ? 4 * parameters(c) : 0);
+        return new Estimate(Stage.QUANTIZE, bytes, () -> String.format(Locale.ROOT,
+                "%s by layer: %s for the largest tensors in float32 and quantized on %d cores", method, gb(reports), cores)
+                + (!calibrated ? "" : String.format(Locale.ROOT, "; %s for one layer twice, %s of activations over %d calibration "
+                + "tokens%s", gb(layer), gb(activations), tokens, hessians > 0 ? ", " + gb(hessians) + " of Hessians" : ""))
+                + (!scan ? "" : String.format(Locale.ROOT, "; the sensitivity scan's %.2f B parameters in float32", parameters(c) / 1e9)));
+    }
+
+    /** The reports of the largest tensors at once, one per core: the embedding, an untied head, then linears. */
+    private static long reports(ModelConfig c, int cores) {
+        long embedding = (long) c.vocabSize() * c.hiddenSize();
         long reports = 0;
         for (int i = 0; i < Math.max(1, cores); i++) {
-            reports += 5 * (i == 0 || i == 1 && !c.tieWordEmbeddings() ? embedding : linear);
+            reports += 5 * (i == 0 || i == 1 && !c.tieWordEmbeddings() ? embedding : largestLinear(c));
         }
-        long quantizing = 5 * linear;
-        String basis = String.format(Locale.ROOT, "%s by layer: %s for the largest tensors in float32 and quantized "
-                + "on %d cores", method, gb(reports), cores);
-        if (!method.equals("rtn")) {
-            long layer = 2 * layerWeights(c) * Float.BYTES;
-            long tokens = (long) samples * Math.min(length, c.maxPositionEmbeddings());
-            long perToken = (5L * c.hiddenSize() + c.intermediateSize()) * Float.BYTES;
-            boolean gptq = method.equals("gptq");
-            // every sequence's hidden state and its trace through the current layer (GPTQ keeps each part's
-            // result until the next subset is quantized; AWQ keeps the whole trace)
-            long activations = tokens * (c.hiddenSize() * Float.BYTES + perToken);
-            int widest = Math.max(c.hiddenSize(), c.intermediateSize());
-            // GPTQ: the Hessian (double) beside its reversed, damped copy and that copy's triangular inverse while the
-            // factor is made; then the factor and the Hessian's float copy for the reports
-            long hessians = gptq ? 24L * widest * widest : 0;
-            quantizing = layer + activations + hessians;
-            basis += String.format(Locale.ROOT, "; %s for one layer twice, %s of activations over %d calibration tokens%s",
-                    gb(layer), gb(activations), tokens, hessians > 0 ? ", " + gb(hessians) + " of Hessians" : "");
-        }
-        long bytes = BASE + Math.max(reports, quantizing);
-        if (scan) {
-            bytes += 4 * parameters(c);
-            basis += String.format(Locale.ROOT, "; the sensitivity scan's %.2f B parameters in float32", parameters(c) / 1e9);
-        }
-        return new Estimate(Stage.QUANTIZE, bytes, basis);
+        return reports;
     }
 
     private static long layerWeights(ModelConfig c) {
@@ -141,7 +147,7 @@ public final class MemoryPlan {
         // mapped: only the trainer's buffers, the largest a chunk of logits and its gradient (2^24 values at most);
         // float32: the weights and those buffers, measured together
         long held = mappedBf16 ? 2L * Float.BYTES * Math.min(1L << 24, batch * len * c.vocabSize()) : 6 * p;
-        return new Estimate(Stage.FINETUNE, BASE + held + activations, String.format(Locale.ROOT,
+        return new Estimate(Stage.FINETUNE, BASE + held + activations, () -> String.format(Locale.ROOT,
                 "%.2f B parameters %s, %s of activations for %d x %d tokens", p / 1e9,
                 mappedBf16 ? "mapped from the bf16 file" : "held in float32 with the trainer's buffers",
                 gb(activations), batch, len));
@@ -155,13 +161,13 @@ public final class MemoryPlan {
     public static Estimate referenceForward(ModelConfig c, boolean mappedBf16) {
         long p = parameters(c);
         long held = mappedBf16 ? p - linearWeights(c) - (long) c.vocabSize() * c.hiddenSize() * (c.tieWordEmbeddings() ? 1 : 2) : p;
-        return new Estimate(null, BASE + 4 * held, String.format(Locale.ROOT, "%.2f B parameters %s", p / 1e9,
+        return new Estimate(null, BASE + 4 * held, () -> String.format(Locale.ROOT, "%.2f B parameters %s", p / 1e9,
                 mappedBf16 ? "mapped from the bf16 file, the norms in float32" : "in float32"));
     }
 
     /** Export and merge read and write a tensor at a time. */
     public static Estimate streaming(Stage stage, ModelConfig c) {
-        return new Estimate(stage, BASE + largestTensor(c) * Float.BYTES, "tensor by tensor; the largest is "
+        return new Estimate(stage, BASE + largestTensor(c) * Float.BYTES, () -> "tensor by tensor; the largest is "
                 + gb(largestTensor(c) * Float.BYTES) + " in float32");
     }
 
