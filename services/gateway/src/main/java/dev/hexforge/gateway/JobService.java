@@ -43,6 +43,7 @@ public class JobService {
     private final long workerMemory;
     private final ServiceMemory serviceMemory;
     private final SubmissionTimings timings;
+    private final ModelConfigCache configs = new ModelConfigCache(256);
 
     JobService(JobRepository jobs, AttemptRepository attempts, OutboxRepository outbox, Capabilities capabilities,
                UploadRepository uploads, OutboxRelay relay, DeviceService devices, dev.hexforge.contracts.InputPolicy policy,
@@ -215,7 +216,7 @@ public class JobService {
     private void checkMemory(JobSpec spec, java.nio.file.Path folder, List<dev.hexforge.contracts.Problem> problems) {
         dev.hexforge.checkpoint.ModelConfig config;
         try {
-            config = dev.hexforge.checkpoint.ModelConfig.read(folder);
+            config = configs.read(folder);
         } catch (RuntimeException e) { // an unreadable config fails the first stage with MODEL_INVALID and its message
             return;
         }
