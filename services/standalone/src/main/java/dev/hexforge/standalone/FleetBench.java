@@ -44,14 +44,15 @@ final class FleetBench {
                 orchestration(gw, spec, Math.max(10, jobs / 4), 1);
                 long warmUp = fleet.submissionTimings().recorded();
                 orchestration(gw, spec, jobs, concurrency);
-                List<Double> checks = java.util.Arrays.stream(fleet.submissionTimings().sortedMillisSince(warmUp)).boxed().toList();
-                List<Double> cpu = java.util.Arrays.stream(fleet.submissionTimings().sortedCpuMillisSince(warmUp)).boxed().toList();
-                System.out.printf("               of which the gateway's checks (document, schema, ids, paths, limits, memory estimate; timed "
-                        + "around them) p50 %.2f ms, p99 %.2f ms, max %.2f ms over %d jobs%n", pct(checks, 0.50), pct(checks, 0.99),
-                        checks.get(checks.size() - 1), checks.size());
-                System.out.printf("               the request thread's CPU time in those checks p50 %.2f ms, p99 %.2f ms, max %.2f ms "
-                        + "(the rest of the wall time is waiting: for a core, the database, a lock)%n", pct(cpu, 0.50), pct(cpu, 0.99),
-                        cpu.get(cpu.size() - 1));
+                printChecks(fleet, warmUp);
+                if (concurrency > 1) {
+                    // the same checks with nothing else to wait for: under load their wall time is mostly the request
+                    // thread waiting for one of the cores that the jobs in flight keep busy
+                    System.out.println("quiet fleet    the same jobs one at a time after the run (a warm fleet, nothing else in flight):");
+                    long quiet = fleet.submissionTimings().recorded();
+                    orchestration(gw, spec, Math.max(10, jobs / 5), 1);
+                    printChecks(fleet, quiet);
+                }
             }
             if (mb > 0) {
                 transfer(fleet, gw, home, mb);
@@ -60,6 +61,17 @@ final class FleetBench {
             Folders.deleteQuietly(home);
         }
         return 0;
+    }
+
+    private static void printChecks(Standalone fleet, long since) {
+        List<Double> checks = java.util.Arrays.stream(fleet.submissionTimings().sortedMillisSince(since)).boxed().toList();
+        List<Double> cpu = java.util.Arrays.stream(fleet.submissionTimings().sortedCpuMillisSince(since)).boxed().toList();
+        System.out.printf("               of which the gateway's checks (document, schema, ids, paths, limits, memory estimate; timed "
+                + "around them) p50 %.2f ms, p99 %.2f ms, max %.2f ms over %d jobs%n", pct(checks, 0.50), pct(checks, 0.99),
+                checks.get(checks.size() - 1), checks.size());
+        System.out.printf("               the request thread's CPU time in those checks p50 %.2f ms, p99 %.2f ms, max %.2f ms "
+                + "(the rest of the wall time is waiting: for a core, the database, a lock)%n", pct(cpu, 0.50), pct(cpu, 0.99),
+                cpu.get(cpu.size() - 1));
     }
 
     /** Jobs export → sign, {@code concurrency} in flight; the gap is sign's start minus export's completion. */
