@@ -43,14 +43,29 @@ class ServiceMemory {
 
     /** Whether any stage service has reported within {@link #LIVE}. */
     boolean heard() {
-        forgetTheGone();
-        return !byInstance.isEmpty();
+        Instant since = Instant.now().minus(LIVE);
+        for (StageEvents.ServiceReport r : byInstance.values()) {
+            if (r.at().isAfter(since)) {
+                return true;
+            }
+        }
+        return false;
     }
 
-    /** The smallest heap among the instances of {@code stage} that reported within {@link #LIVE}; empty if none did. */
+    /**
+     * The smallest heap among the instances of {@code stage} that reported within {@link #LIVE}; empty if none did.
+     * Asked for every stage of every submission: a plain pass over the few reports, the stale ones skipped (they are
+     * dropped when the next report comes).
+     */
     OptionalLong heapOf(Stage stage) {
-        forgetTheGone();
-        return byInstance.values().stream().filter(r -> r.stage() == stage).mapToLong(StageEvents.ServiceReport::heapBytes).min();
+        Instant since = Instant.now().minus(LIVE);
+        long min = Long.MAX_VALUE;
+        for (StageEvents.ServiceReport r : byInstance.values()) {
+            if (r.stage() == stage && r.at().isAfter(since)) {
+                min = Math.min(min, r.heapBytes());
+            }
+        }
+        return min == Long.MAX_VALUE ? OptionalLong.empty() : OptionalLong.of(min);
     }
 
     /** A restarted service reports under a new instance id: the old one's entry goes once it is stale. */
