@@ -481,7 +481,7 @@ public final class JobSpecSchema {
             }
         }
         if (f.defaultValue() != null) {
-            n.set("default", VALUES.valueToTree(f.defaultValue()));
+            n.set("default", COMPILED.get(f).defaultNode().deepCopy());
         }
         return n;
     }

@@ -43,7 +43,7 @@ class ServiceMemory {
 
     /** Whether any stage service has reported within {@link #LIVE}. */
     boolean heard() {
-        Instant since = Instant.now().minus(LIVE);
+        Instant since = liveSince();
         for (StageEvents.ServiceReport r : byInstance.values()) {
             if (r.at().isAfter(since)) {
                 return true;
@@ -58,7 +58,7 @@ class ServiceMemory {
      * dropped when the next report comes).
      */
     OptionalLong heapOf(Stage stage) {
-        Instant since = Instant.now().minus(LIVE);
+        Instant since = liveSince();
         long min = Long.MAX_VALUE;
         for (StageEvents.ServiceReport r : byInstance.values()) {
             if (r.stage() == stage && r.at().isAfter(since)) {
@@ -68,9 +68,14 @@ class ServiceMemory {
         return min == Long.MAX_VALUE ? OptionalLong.empty() : OptionalLong.of(min);
     }
 
+    /** Reports older than this are from instances taken as gone. */
+    private static Instant liveSince() {
+        return Instant.now().minus(LIVE);
+    }
+
     /** A restarted service reports under a new instance id: the old one's entry goes once it is stale. */
     private void forgetTheGone() {
-        Instant since = Instant.now().minus(LIVE);
+        Instant since = liveSince();
         byInstance.values().removeIf(r -> !r.at().isAfter(since));
     }
 }
