@@ -173,7 +173,7 @@ final class BenchCommand implements Runnable {
             double bandwidth = bandwidth(threads);
             long weightBytes = weightBytesPerToken(model);
             int[] prompt = new SplittableRandom(1).ints(promptLen, 10, 1000).toArray();
-            try (CausalLm lm = Models.open(model, threads)) {
+            try (CausalLm lm = Models.open(model, threads, dev.hexforge.generate.LogitRows.LAST)) {
                 for (int warm = 0; warm < 2; warm++) {
                     try (DecodeSession s = lm.start(promptLen + newTokens)) {
                         s.append(prompt);

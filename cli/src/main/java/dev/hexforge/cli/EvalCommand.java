@@ -53,7 +53,7 @@ final class EvalCommand implements Runnable {
                 int windows = ids.length / window;
                 java.util.function.IntConsumer progress = w -> bar.update("window " + w + "/" + windows, w, windows);
                 if (ExportInfo.isExport(model)) {
-                    try (CausalLm lm = Models.open(model, threads)) {
+                    try (CausalLm lm = Models.open(model, threads, dev.hexforge.generate.LogitRows.ALL)) {
                         r = Perplexity.evaluate(lm, ids, window, progress);
                     }
                 } else {

@@ -54,7 +54,7 @@ final class GenerateCommand implements Callable<Integer> {
     public Integer call() {
         model = Models.find(model);
         boolean sample = temperature != null && !greedy;
-        try (Tokenizer tok = Tokenizer.load(model); CausalLm lm = Models.open(model, threads)) {
+        try (Tokenizer tok = Tokenizer.load(model); CausalLm lm = Models.open(model, threads, dev.hexforge.generate.LogitRows.LAST)) {
             int[] input;
             if (prompt.ids != null) {
                 input = prompt.ids;

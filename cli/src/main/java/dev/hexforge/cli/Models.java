@@ -5,6 +5,7 @@ import dev.hexforge.forward.DecoderForward;
 import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.memory.MemoryPlan;
 import dev.hexforge.generate.CausalLm;
+import dev.hexforge.generate.LogitRows;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.runtime.OnnxLm;
 
@@ -42,12 +43,13 @@ final class Models {
         return ExportInfo.isExport(dir) || Files.isRegularFile(dir.resolve("config.json"));
     }
 
-    static CausalLm open(Path dir, int threads) {
+    /** @param rows {@link LogitRows#LAST} where the model only generates (an export then skips the head for earlier positions) */
+    static CausalLm open(Path dir, int threads, LogitRows rows) {
         if (!Files.isDirectory(dir)) {
             throw new IllegalArgumentException(dir + " is not a folder");
         }
         if (ExportInfo.isExport(dir)) {
-            return OnnxLm.open(dir, threads);
+            return OnnxLm.open(dir, threads, null, null, rows);
         }
         try (Checkpoint ckpt = Checkpoint.open(dir)) {
             MemoryPlan.require(MemoryPlan.referenceForward(ckpt.config(), ckpt.mapsBf16()));

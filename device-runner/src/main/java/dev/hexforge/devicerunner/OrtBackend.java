@@ -6,6 +6,7 @@ import dev.hexforge.eval.DeviceReference;
 import dev.hexforge.eval.Perplexity;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.DecodeSession;
+import dev.hexforge.generate.LogitRows;
 import dev.hexforge.kernels.MemoryBandwidth;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.runtime.OnnxLm;
@@ -96,9 +97,19 @@ public final class OrtBackend implements Backend {
     private BenchmarkResult timed(SignedBundle bundle, int promptLength, int newTokens, DeviceReference reference) {
         Map<String, String> notAvailable = new LinkedHashMap<>();
         long t0 = System.nanoTime();
-        try (CausalLm lm = OnnxLm.open(bundle.dir(), threads, name.equals(QNN) ? providerOptions(bundle.dir()) : null)) {
-            double load = (System.nanoTime() - t0) / 1e9;
-            int len = Math.min(promptLength, lm.maxContext() - newTokens);
+        Map<String, String> qnn = name.equals(QNN) ? providerOptions(bundle.dir()) : null;
+        double load;
+        double ttft;
+        double decode;
+        int len;
+        Double agreement = null;
+        Double ppl = null;
+        Double refPpl = null;
+        // timed as a generating runtime runs it (a dynamic export's head for the last prompt position only)
+        CausalLm lm = OnnxLm.open(bundle.dir(), threads, qnn, null, LogitRows.LAST);
+        try {
+            load = (System.nanoTime() - t0) / 1e9;
+            len = Math.min(promptLength, lm.maxContext() - newTokens);
             int[] prompt = new SplittableRandom(1).ints(len, 10, Math.min(1000, lm.vocabSize())).toArray();
             try (DecodeSession warm = lm.start(len + newTokens)) {
                 warm.append(prompt);
@@ -118,15 +129,18 @@ public final class OrtBackend implements Backend {
                     decodes[run] = (System.nanoTime() - b) / 1e9;
                 }
             }
-            double ttft = median(ttfts);
-            double decode = median(decodes);
-            Double agreement = null;
-            Double ppl = null;
-            Double refPpl = null;
+            ttft = median(ttfts);
+            decode = median(decodes);
             if (reference == null) {
                 notAvailable.put("tokenAgreement", "the bundle has no " + DeviceReference.FILE);
                 notAvailable.put("perplexity", "the bundle has no " + DeviceReference.FILE);
             } else {
+                if (lm.logitRows() == LogitRows.LAST) { // the reference checks score every position: open it again for them
+                    CausalLm timedLm = lm;
+                    lm = null;
+                    timedLm.close();
+                    lm = OnnxLm.open(bundle.dir(), threads, qnn, null, LogitRows.ALL);
+                }
                 agreement = agreement(lm, reference);
                 if (reference.hasPerplexity()) {
                     ppl = Perplexity.evaluate(lm, reference.perplexityIds(), reference.perplexityWindow(), null).perplexity();
@@ -135,28 +149,32 @@ public final class OrtBackend implements Backend {
                     notAvailable.put("perplexity", "the bundle's reference has no text to score (exported before references carried one)");
                 }
             }
-            Long rss = peakRss();
-            if (rss == null) {
-                notAvailable.put("peakRssBytes", "this OS does not report peak resident memory (/proc/self/status)");
+        } finally {
+            if (lm != null) {
+                lm.close();
             }
-            long weights = ExportInfo.read(bundle.dir()).weightBytes(bundle.dir());
-            double decodeTps = newTokens / decode;
-            MemoryBandwidth.Measured host = soc != null ? null : HostBandwidth.measured(threads);
-            double bandwidth = soc != null ? soc.memoryBandwidth() : host.bytesPerSecond();
-            String bandwidthSource = soc != null ? soc.marketing() + " spec-sheet peak (SoC table)"
-                    : "measured (" + host.describe(threads) + ")";
-            notAvailable.put("energyPerToken", "the host exposes no power sensor to " + name);
-            notAvailable.put("thermalState", "the host exposes no thermal status to " + name);
-            Integer offNpu = null;
-            if (name.equals(CPU)) {
-                notAvailable.put("opsOffNpu", CPU + " runs every op on the CPU; there is no NPU to fall back from");
-            } else {
-                offNpu = 0; // the session loaded with session.disable_cpu_ep_fallback=1: every node is on the QNN EP
-            }
-            return new BenchmarkResult(name, "host", bundle.rootDigest(), len, newTokens, load, ttft * 1e3, len / ttft, decodeTps, rss,
-                    weights, bandwidth, bandwidthSource, BenchmarkResult.efficiency(decodeTps, weights, bandwidth), agreement, ppl, refPpl,
-                    offNpu, null, null, null, notAvailable);
         }
+        Long rss = peakRss();
+        if (rss == null) {
+            notAvailable.put("peakRssBytes", "this OS does not report peak resident memory (/proc/self/status)");
+        }
+        long weights = ExportInfo.read(bundle.dir()).weightBytes(bundle.dir());
+        double decodeTps = newTokens / decode;
+        MemoryBandwidth.Measured host = soc != null ? null : HostBandwidth.measured(threads);
+        double bandwidth = soc != null ? soc.memoryBandwidth() : host.bytesPerSecond();
+        String bandwidthSource = soc != null ? soc.marketing() + " spec-sheet peak (SoC table)"
+                : "measured (" + host.describe(threads) + ")";
+        notAvailable.put("energyPerToken", "the host exposes no power sensor to " + name);
+        notAvailable.put("thermalState", "the host exposes no thermal status to " + name);
+        Integer offNpu = null;
+        if (name.equals(CPU)) {
+            notAvailable.put("opsOffNpu", CPU + " runs every op on the CPU; there is no NPU to fall back from");
+        } else {
+            offNpu = 0; // the session loaded with session.disable_cpu_ep_fallback=1: every node is on the QNN EP
+        }
+        return new BenchmarkResult(name, "host", bundle.rootDigest(), len, newTokens, load, ttft * 1e3, len / ttft, decodeTps, rss,
+                weights, bandwidth, bandwidthSource, BenchmarkResult.efficiency(decodeTps, weights, bandwidth), agreement, ppl, refPpl,
+                offNpu, null, null, null, notAvailable);
     }
 
     /** Time per op type of one decode step, from a separate profiled run ({@link OpProfile#profileDecode}). */

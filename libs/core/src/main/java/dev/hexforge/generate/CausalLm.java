@@ -8,6 +8,11 @@ public interface CausalLm extends AutoCloseable {
     /** The longest sequence one session can hold. */
     int maxContext();
 
+    /** The positions whose logits {@link DecodeSession#appendAll} returns: every one unless opened to generate only. */
+    default LogitRows logitRows() {
+        return LogitRows.ALL;
+    }
+
     /** A fresh context with room for {@code capacity} tokens. */
     DecodeSession start(int capacity);
 

@@ -3,7 +3,10 @@ package dev.hexforge.generate;
 /** One growing sequence with its KV cache. */
 public interface DecodeSession extends AutoCloseable {
 
-    /** Appends tokens and returns the logits of every appended position, [ids.length][vocab]. */
+    /**
+     * Appends tokens and returns the logits of every appended position, [ids.length][vocab]; a model opened for
+     * {@link LogitRows#LAST} refuses more than one id here.
+     */
     float[][] appendAll(int[] ids);
 
     /** Appends tokens and returns the logits of the last one. */

@@ -7,6 +7,7 @@ import dev.hexforge.eval.Perplexity;
 import dev.hexforge.forward.DecoderForward;
 import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.generate.CausalLm;
+import dev.hexforge.generate.LogitRows;
 import dev.hexforge.generate.Generator;
 import dev.hexforge.onnx.qnn.QnnPreflight;
 import dev.hexforge.onnx.runtime.OnnxLm;
@@ -221,7 +222,7 @@ final class Demo {
         JsonNode eval = JSON.readTree(evalJson.toFile());
         int n = Math.min(50, eval.size());
         int correct = 0;
-        try (Tokenizer tok = Tokenizer.load(onnx); CausalLm lm = OnnxLm.open(onnx, 0)) {
+        try (Tokenizer tok = Tokenizer.load(onnx); CausalLm lm = OnnxLm.open(onnx, 0, null, null, LogitRows.LAST)) {
             int end = tok.encode("<|im_end|>")[0];
             Generator.Options opt = new Generator.Options(16, true, 1.0, 0, 1.0, 0, java.util.Set.of(end));
             for (int i = 0; i < n; i++) {

@@ -109,7 +109,8 @@ public final class DecoderExporter {
         ExportInfo info = new ExportInfo(1, opt.variant(), opset, graphs, "onnx/" + WEIGHTS,
                 isStatic ? opt.promptLength() : 0, isStatic ? opt.contextLength() : 0, DecoderGraph.MASK_NEGATIVE,
                 c.numLayers(), c.numKvHeads(), c.headDim(), c.vocabSize(), c.maxPositionEmbeddings(), c.eosTokenIds(),
-                ckpt.name(), c.tieWordEmbeddings() ? 0 : GraphParts.bytes(weights.stored(), TensorNames.EMBED), ExportInfo.HEXFORGE_VERSION);
+                ckpt.name(), c.tieWordEmbeddings() ? 0 : GraphParts.bytes(weights.stored(), TensorNames.EMBED),
+                isStatic ? null : DecoderGraph.LOGITS_FROM, ExportInfo.HEXFORGE_VERSION);
         info.write(dir);
         return info;
     }

@@ -26,6 +26,15 @@ import java.util.Map;
 final class DecoderGraph {
     /** Large finite negative for masked positions: representable in fp16 and exact in fp32. */
     static final float MASK_NEGATIVE = -65504f;
+    /**
+     * The dynamic graph's int64 [1] initializer (not a graph input, so the Hugging Face interface is unchanged): the
+     * first position that gets logits, as a Slice start on the sequence axis. The stored value, Long.MIN_VALUE, clamps
+     * to 0: every position. A session that only generates overrides it with -1, the last position, when it opens
+     * ({@code SessionOptions.addInitializer}). Only the Slice reads it, a node with a runtime input, so ONNX Runtime
+     * cannot fold the value away; and no other constant equals it, so its constant sharing leaves it under its name
+     * (with 0 it was merged into a shared zero and the override missed — DynamicOnnxLm fails loudly if that recurs).
+     */
+    static final String LOGITS_FROM = "logits_from";
 
     private final ModelConfig c;
     private final WeightFile weights;
@@ -147,6 +156,18 @@ final class DecoderGraph {
             return g.build("hexforge", ExportInfo.HEXFORGE_VERSION, metadata);
         }
         String normed = rmsNorm("/model/norm", x, TensorNames.FINAL_NORM);
+        String rowsShape = null;
+        if (!isStatic) {
+            // positions LOGITS_FROM.. of each sequence (as stored: all of them), so a session that only generates skips
+            // the head for the rest of a prompt, as llama.cpp does
+            String shape3d = g.op("/lm_head", "Concat", List.of(batchSeq, g.constInt64(c.hiddenSize())), Attr.i("axis", 0));
+            String hidden3d = g.op("/lm_head", "Reshape", normed, shape3d);
+            byte[] all = java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(Long.MIN_VALUE).array();
+            String from = g.inlineInitializer(LOGITS_FROM, DataType.INT64, new long[]{1}, all);
+            String kept = g.op("/lm_head", "Slice", List.of(hidden3d, from, g.constInt64(Long.MAX_VALUE), g.constInt64(1)));
+            rowsShape = g.op("/lm_head", "Shape", List.of(kept), Attr.i("start", 0), Attr.i("end", 2));
+            normed = g.op("/lm_head", "Reshape", kept, g.constInt64(-1, c.hiddenSize()));
+        }
         String head = c.tieWordEmbeddings() ? TensorNames.EMBED : TensorNames.LM_HEAD;
         String logits2d = format.handles(head) ? format.emit(g, this::w, "/lm_head", normed, head, null)
                 : g.op("/lm_head", "Gemm", List.of(normed, w(head)), Attr.i("transB", 1));
@@ -154,7 +175,7 @@ final class DecoderGraph {
             g.opNamed("logits", "/lm_head", "Reshape", List.of(logits2d, g.constInt64(1, seq, c.vocabSize())));
             g.output("logits", DataType.FLOAT, 1L, (long) seq, (long) c.vocabSize());
         } else {
-            String shape = g.op("/lm_head", "Concat", List.of(batchSeq, g.constInt64(c.vocabSize())), Attr.i("axis", 0));
+            String shape = g.op("/lm_head", "Concat", List.of(rowsShape, g.constInt64(c.vocabSize())), Attr.i("axis", 0));
             g.opNamed("logits", "/lm_head", "Reshape", List.of(logits2d, shape));
             g.output("logits", DataType.FLOAT, "batch_size", "sequence_length", (long) c.vocabSize());
         }

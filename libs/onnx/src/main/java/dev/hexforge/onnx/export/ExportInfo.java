@@ -18,6 +18,9 @@ import java.util.Map;
  * @param maskNegative  value a static caller puts in masked attention_mask entries
  * @param lookupBytes   bytes of the weights file only looked up, never read whole by a step: an untied model's token
  *                      embedding (a tied one is the LM head too, which every step reads)
+ * @param logitsFrom    the dynamic graph's initializer holding the first position that gets logits, as a Slice start
+ *                      (as stored: all), which a session that only generates sets to -1; null for static exports and
+ *                      exports made before it
  */
 public record ExportInfo(
         int formatVersion,
@@ -36,6 +39,7 @@ public record ExportInfo(
         List<Integer> eosTokenIds,
         String source,
         long lookupBytes,
+        String logitsFrom,
         String hexforgeVersion) {
 
     public static final String FILE = "export.json";

@@ -7,6 +7,7 @@ import ai.onnxruntime.OrtException;
 import ai.onnxruntime.OrtSession;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.DecodeSession;
+import dev.hexforge.generate.LogitRows;
 import dev.hexforge.onnx.export.ExportInfo;
 
 import java.nio.FloatBuffer;
@@ -20,10 +21,29 @@ public final class DynamicOnnxLm implements CausalLm {
     private final ExportInfo info;
     private final OrtSession session;
     private final OrtEnvironment env = OrtEnvironment.getEnvironment();
+    /** The {@code logits_from} value (-1) of a session that only generates (ONNX Runtime reads it in place); else null. */
+    private final OnnxTensor keepLast;
 
-    public DynamicOnnxLm(Path dir, ExportInfo info, int threads, java.util.Map<String, String> qnn, Path profileDir) {
+    public DynamicOnnxLm(Path dir, ExportInfo info, int threads, Map<String, String> qnn, Path profileDir, LogitRows rows) {
         this.info = info;
-        this.session = OrtSessions.open(info.graph(dir, "model"), threads, qnn, profileDir == null ? null : profileDir.resolve("model"));
+        this.keepLast = rows == LogitRows.LAST && info.logitsFrom() != null ? longs(new long[]{-1}, 1) : null;
+        try {
+            this.session = OrtSessions.open(info.graph(dir, "model"), threads, qnn, profileDir == null ? null : profileDir.resolve("model"),
+                    keepLast == null ? Map.of() : Map.of(info.logitsFrom(), keepLast));
+        } catch (RuntimeException e) {
+            if (keepLast != null) {
+                keepLast.close();
+            }
+            throw e;
+        }
+    }
+
+    private OnnxTensor longs(long[] values, long... shape) {
+        try {
+            return OnnxTensor.createTensor(env, LongBuffer.wrap(values), shape);
+        } catch (OrtException e) {
+            throw new OnnxRuntimeException("creating an input tensor: " + e.getMessage(), e);
+        }
     }
 
     @Override
@@ -37,6 +57,11 @@ public final class DynamicOnnxLm implements CausalLm {
     }
 
     @Override
+    public LogitRows logitRows() {
+        return keepLast == null ? LogitRows.ALL : LogitRows.LAST;
+    }
+
+    @Override
     public DecodeSession start(int capacity) {
         return new Session();
     }
@@ -47,6 +72,10 @@ public final class DynamicOnnxLm implements CausalLm {
             session.close();
         } catch (OrtException e) {
             throw new OnnxRuntimeException("closing session: " + e.getMessage(), e);
+        } finally {
+            if (keepLast != null) {
+                keepLast.close();
+            }
         }
     }
 
@@ -67,7 +96,22 @@ public final class DynamicOnnxLm implements CausalLm {
         }
 
         @Override
+        public float[] append(int[] ids) {
+            float[][] rows = run(ids);
+            return rows[rows.length - 1];
+        }
+
+        @Override
         public float[][] appendAll(int[] ids) {
+            if (keepLast != null && ids.length > 1) {
+                throw new IllegalStateException("this model was opened for generation and returns the last position's logits only; "
+                        + "open it with LogitRows.ALL to score every position");
+            }
+            return run(ids);
+        }
+
+        /** Runs the ids; returns the logits the session computes: every position's, or the last one's when generating. */
+        private float[][] run(int[] ids) {
             int n = ids.length;
             long[] idBuf = new long[n];
             long[] posBuf = new long[n];
@@ -89,7 +133,14 @@ public final class DynamicOnnxLm implements CausalLm {
                     in.put("past_key_values." + l + ".value", past[2 * l + 1]);
                 }
                 OrtSession.Result r = session.run(in);
-                float[][] logits = unbatch((OnnxTensor) r.get("logits").orElseThrow(), n);
+                OnnxTensor logitsT = (OnnxTensor) r.get("logits").orElseThrow();
+                int rows = (int) logitsT.getInfo().getShape()[1];
+                if (keepLast != null && rows != 1) {
+                    r.close();
+                    throw new OnnxRuntimeException("the export returned " + rows + " rows of logits where " + info.logitsFrom()
+                            + " = -1 asks for the last one only");
+                }
+                float[][] logits = unbatch(logitsT, rows);
                 OnnxTensor[] next = new OnnxTensor[past.length];
                 for (int l = 0; l < info.numLayers(); l++) {
                     next[2 * l] = (OnnxTensor) r.get("present." + l + ".key").orElseThrow();

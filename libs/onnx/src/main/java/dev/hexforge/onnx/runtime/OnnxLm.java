@@ -1,6 +1,7 @@
 package dev.hexforge.onnx.runtime;
 
 import dev.hexforge.generate.CausalLm;
+import dev.hexforge.generate.LogitRows;
 import dev.hexforge.onnx.export.ExportInfo;
 
 import java.nio.file.Path;
@@ -25,9 +26,18 @@ public final class OnnxLm {
      *                   the model is closed, or null for no profiling (see {@link OpProfile})
      */
     public static CausalLm open(Path dir, int threads, Map<String, String> qnn, Path profileDir) {
+        return open(dir, threads, qnn, profileDir, LogitRows.ALL);
+    }
+
+    /**
+     * @param rows {@link LogitRows#LAST} for a model that only generates: a dynamic export made with the
+     *             {@code logits_from} initializer then runs its LM head for the last appended position only; static
+     *             graphs (fixed output shapes for the NPU) and older exports still compute every row and return them
+     */
+    public static CausalLm open(Path dir, int threads, Map<String, String> qnn, Path profileDir, LogitRows rows) {
         ExportInfo info = ExportInfo.read(dir);
         return switch (info.variant()) {
-            case DYNAMIC -> new DynamicOnnxLm(dir, info, threads, qnn, profileDir);
+            case DYNAMIC -> new DynamicOnnxLm(dir, info, threads, qnn, profileDir, rows);
             case STATIC -> new StaticOnnxLm(dir, info, threads, qnn, profileDir);
         };
     }

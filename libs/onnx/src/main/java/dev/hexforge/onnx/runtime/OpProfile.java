@@ -3,6 +3,7 @@ package dev.hexforge.onnx.runtime;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.hexforge.generate.CausalLm;
+import dev.hexforge.generate.LogitRows;
 import dev.hexforge.generate.DecodeSession;
 import dev.hexforge.io.Folders;
 
@@ -40,7 +41,7 @@ public final class OpProfile {
         Path profiles = null;
         try {
             profiles = Files.createTempDirectory("hexforge-ort-profile");
-            try (CausalLm lm = OnnxLm.open(bundle, threads, qnn, profiles);
+            try (CausalLm lm = OnnxLm.open(bundle, threads, qnn, profiles, LogitRows.LAST);
                  DecodeSession s = lm.start(promptTokens + steps)) {
                 s.append(new SplittableRandom(2).ints(promptTokens, 10, Math.min(1000, lm.vocabSize())).toArray());
                 for (int i = 0; i < steps; i++) {

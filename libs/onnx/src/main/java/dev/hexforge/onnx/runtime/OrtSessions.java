@@ -1,5 +1,6 @@
 package dev.hexforge.onnx.runtime;
 
+import ai.onnxruntime.OnnxTensorLike;
 import ai.onnxruntime.OrtEnvironment;
 import ai.onnxruntime.OrtException;
 import ai.onnxruntime.OrtProvider;
@@ -44,7 +45,19 @@ public final class OrtSessions {
 
     /** @param profilePrefix where ONNX Runtime writes this session's per-node profile when it closes, or null */
     public static OrtSession open(Path model, int threads, Map<String, String> qnn, Path profilePrefix) {
+        return open(model, threads, qnn, profilePrefix, Map.of());
+    }
+
+    /**
+     * @param initializers values that replace the model's initializers of the same names for this session; ONNX Runtime
+     *                     reads them in place, so the caller keeps them open until the session is closed
+     */
+    public static OrtSession open(Path model, int threads, Map<String, String> qnn, Path profilePrefix,
+                                  Map<String, ? extends OnnxTensorLike> initializers) {
         try (OrtSession.SessionOptions so = new OrtSession.SessionOptions()) { // the session keeps a copy of its options
+            for (Map.Entry<String, ? extends OnnxTensorLike> e : initializers.entrySet()) {
+                so.addInitializer(e.getKey(), e.getValue());
+            }
             so.setOptimizationLevel(OrtSession.SessionOptions.OptLevel.ALL_OPT);
             so.addConfigEntry("session.qdq_matmulnbits_accuracy_level", "0");
             if (threads > 0) {

@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.eval.Perplexity;
 import dev.hexforge.generate.CausalLm;
+import dev.hexforge.generate.DecodeSession;
+import dev.hexforge.generate.LogitRows;
 import dev.hexforge.generate.Generator;
 import dev.hexforge.onnx.runtime.OnnxLm;
 import dev.hexforge.progress.Progress;
@@ -23,6 +25,7 @@ import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Both export variants of qwen2-tiny, run on ONNX Runtime, against the PyTorch reference outputs. */
@@ -111,6 +114,49 @@ class ExportParityTest {
         } else {
             assertTrue(Files.isRegularFile(dir.resolve("onnx/prompt.onnx")));
             assertTrue(Files.isRegularFile(dir.resolve("onnx/token.onnx")));
+        }
+    }
+
+    /**
+     * A model opened to generate runs the head for the last position only (the session fails if the graph returns
+     * more rows), and that row is the reference's; the graph's interface stays the Hugging Face one.
+     */
+    @org.junit.jupiter.api.Test
+    void aGeneratingSessionComputesTheLastPositionsLogitsOnly() throws Exception {
+        Path dir = tmp.resolve("dynamic");
+        assertEquals("logits_from", ExportInfo.read(dir).logitsFrom());
+        try (ai.onnxruntime.OrtSession plain = dev.hexforge.onnx.runtime.OrtSessions.open(dir.resolve("onnx/model.onnx"), 1)) {
+            assertTrue(plain.getInputNames().stream().noneMatch(n -> n.contains("logits")), "inputs " + plain.getInputNames());
+        }
+        try (CausalLm last = OnnxLm.open(dir, 2, null, null, LogitRows.LAST);
+             SafetensorsFile ref = SafetensorsFile.open(Fixtures.reference("logits.safetensors"))) {
+            assertEquals(LogitRows.LAST, last.logitRows());
+            for (String key : new String[]{"en", "zh", "chatml"}) {
+                long[] l = new long[(int) ref.info(key + ".input_ids").numel()];
+                ref.bytes(key + ".input_ids").asLongBuffer().get(l);
+                int[] ids = Arrays.stream(l).mapToInt(x -> (int) x).toArray();
+                float[] expected = ref.floats(key + ".logits");
+                try (DecodeSession s = last.start(ids.length)) {
+                    float[] got = s.append(ids);
+                    int v = got.length;
+                    float max = 0;
+                    for (int i = 0; i < v; i++) {
+                        max = Math.max(max, Math.abs(got[i] - expected[(ids.length - 1) * v + i]));
+                    }
+                    assertTrue(max <= 1e-4f, key + ": max |dlogit| " + max);
+                    IllegalStateException e = assertThrows(IllegalStateException.class, () -> s.appendAll(new int[]{5, 6}));
+                    assertTrue(e.getMessage().contains("LogitRows.ALL"), e.getMessage());
+                }
+            }
+            for (JsonNode p : Fixtures.json(Fixtures.reference("reference.json")).path("prompts")) {
+                int[] expected = Fixtures.ints(p.path("greedy_new_ids"));
+                int exact = p.path("greedy_exact_prefix_len").asInt();
+                int[] got = Generator.generate(last, Fixtures.ints(p.path("input_ids")), Generator.Options.greedy(expected.length), null);
+                assertArrayEquals(Arrays.copyOf(expected, exact), Arrays.copyOf(got, exact), p.path("name").asText());
+            }
+        }
+        try (CausalLm fixed = OnnxLm.open(tmp.resolve("static"), 1, null, null, LogitRows.LAST)) {
+            assertEquals(LogitRows.ALL, fixed.logitRows(), "static graphs keep their fixed outputs for the NPU");
         }
     }
 }
