@@ -159,4 +159,26 @@ class ExportParityTest {
             assertEquals(LogitRows.ALL, fixed.logitRows(), "static graphs keep their fixed outputs for the NPU");
         }
     }
+
+    /** An export made before the initializer existed (no logitsFrom in export.json) opens to generate with every row. */
+    @org.junit.jupiter.api.Test
+    void anOlderExportStillGeneratesWithEveryRow() throws Exception {
+        Path older = tmp.resolve("older");
+        Files.createDirectories(older.resolve("onnx"));
+        try (var files = Files.walk(tmp.resolve("dynamic"))) {
+            for (Path f : files.filter(Files::isRegularFile).toList()) {
+                Path to = older.resolve(tmp.resolve("dynamic").relativize(f).toString());
+                Files.createDirectories(to.getParent());
+                Files.createSymbolicLink(to, f);
+            }
+        }
+        Path info = older.resolve(ExportInfo.FILE);
+        Files.delete(info);
+        Files.writeString(info, Files.readString(tmp.resolve("dynamic").resolve(ExportInfo.FILE)).replaceAll("\\s*\"logitsFrom\" : \"[a-z_]+\",", ""));
+        assertEquals(null, ExportInfo.read(older).logitsFrom());
+        try (CausalLm lm = OnnxLm.open(older, 1, null, null, LogitRows.LAST); DecodeSession s = lm.start(4)) {
+            assertEquals(LogitRows.ALL, lm.logitRows());
+            assertEquals(3, s.appendAll(new int[]{5, 6, 7}).length);
+        }
+    }
 }
