@@ -159,7 +159,7 @@ final class BenchCommand implements Runnable {
         int newTokens;
         @Option(names = "--threads", defaultValue = "1")
         int threads;
-        @Option(names = "--reps", defaultValue = "3", description = "timed repetitions after two warm-ups (default ${DEFAULT-VALUE})")
+        @Option(names = "--reps", defaultValue = "3", description = "timed repetitions after two warm-ups of the same prompt and length (default ${DEFAULT-VALUE})")
         int reps;
         @Option(names = "--profile", description = "after the timed runs, ONNX Runtime's time per op type of one decode step (a separate profiled run)")
         boolean profile;
@@ -174,10 +174,15 @@ final class BenchCommand implements Runnable {
             long weightBytes = weightBytesPerToken(model);
             int[] prompt = new SplittableRandom(1).ints(promptLen, 10, 1000).toArray();
             try (CausalLm lm = Models.open(model, threads, dev.hexforge.generate.LogitRows.LAST)) {
+                // warm-ups of the timed workload itself: ONNX Runtime takes each step's cache and logits from an arena that
+                // grows with the sequence, so a run after a shorter warm-up pays for that growth (llama.cpp allocates its
+                // cache when the context is made, before its timed runs)
                 for (int warm = 0; warm < 2; warm++) {
                     try (DecodeSession s = lm.start(promptLen + newTokens)) {
                         s.append(prompt);
-                        s.append(new int[]{5});
+                        for (int i = 0; i < newTokens; i++) {
+                            s.append(new int[]{7 + i});
+                        }
                     }
                 }
                 double[] prefill = new double[reps];

@@ -4,8 +4,8 @@ package dev.hexforge.generate;
 public interface DecodeSession extends AutoCloseable {
 
     /**
-     * Appends tokens and returns the logits of every appended position, [ids.length][vocab]; a model opened for
-     * {@link LogitRows#LAST} refuses more than one id here.
+     * Appends tokens and returns the logits of every appended position, [ids.length][vocab]; a model whose
+     * {@link CausalLm#logitRows()} is {@link LogitRows#LAST} refuses more than one id here.
      */
     float[][] appendAll(int[] ids);
 
