@@ -3,6 +3,7 @@ package dev.hexforge.cli;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.generate.CausalLm;
+import dev.hexforge.generate.LogitRows;
 import dev.hexforge.generate.DecodeSession;
 import dev.hexforge.io.Folders;
 import dev.hexforge.lora.LoraConfig;
@@ -173,30 +174,24 @@ final class BenchCommand implements Runnable {
             double bandwidth = bandwidth(threads);
             long weightBytes = weightBytesPerToken(model);
             int[] prompt = new SplittableRandom(1).ints(promptLen, 10, 1000).toArray();
-            try (CausalLm lm = Models.open(model, threads, dev.hexforge.generate.LogitRows.LAST)) {
+            try (CausalLm lm = Models.open(model, threads, LogitRows.LAST)) {
                 // warm-ups of the timed workload itself: ONNX Runtime takes each step's cache and logits from an arena that
                 // grows with the sequence, so a run after a shorter warm-up pays for that growth (llama.cpp allocates its
                 // cache when the context is made, before its timed runs)
-                for (int warm = 0; warm < 2; warm++) {
-                    try (DecodeSession s = lm.start(promptLen + newTokens)) {
-                        s.append(prompt);
-                        for (int i = 0; i < newTokens; i++) {
-                            s.append(new int[]{7 + i});
-                        }
-                    }
-                }
                 double[] prefill = new double[reps];
                 double[] decode = new double[reps];
-                for (int r = 0; r < reps; r++) {
+                for (int r = -2; r < reps; r++) { // runs -2 and -1 are the warm-ups
                     try (DecodeSession s = lm.start(promptLen + newTokens)) {
                         long t0 = System.nanoTime();
                         s.append(prompt);
-                        prefill[r] = promptLen / ((System.nanoTime() - t0) / 1e9);
                         long t1 = System.nanoTime();
                         for (int i = 0; i < newTokens; i++) {
                             s.append(new int[]{7 + i});
                         }
-                        decode[r] = newTokens / ((System.nanoTime() - t1) / 1e9);
+                        if (r >= 0) {
+                            prefill[r] = promptLen / ((t1 - t0) / 1e9);
+                            decode[r] = newTokens / ((System.nanoTime() - t1) / 1e9);
+                        }
                     }
                 }
                 double[] p = prefill.clone();

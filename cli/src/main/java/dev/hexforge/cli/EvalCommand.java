@@ -5,6 +5,7 @@ import dev.hexforge.eval.Perplexity;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.quant.gate.FloatScoring;
 import dev.hexforge.generate.CausalLm;
+import dev.hexforge.generate.LogitRows;
 import dev.hexforge.tokenizer.Tokenizer;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -53,7 +54,7 @@ final class EvalCommand implements Runnable {
                 int windows = ids.length / window;
                 java.util.function.IntConsumer progress = w -> bar.update("window " + w + "/" + windows, w, windows);
                 if (ExportInfo.isExport(model)) {
-                    try (CausalLm lm = Models.open(model, threads, dev.hexforge.generate.LogitRows.ALL)) {
+                    try (CausalLm lm = Models.open(model, threads, LogitRows.ALL)) {
                         r = Perplexity.evaluate(lm, ids, window, progress);
                     }
                 } else {

@@ -1,6 +1,7 @@
 package dev.hexforge.cli;
 
 import dev.hexforge.generate.CausalLm;
+import dev.hexforge.generate.LogitRows;
 import dev.hexforge.generate.Generator;
 import dev.hexforge.tokenizer.Tokenizer;
 import picocli.CommandLine.ArgGroup;
@@ -54,7 +55,7 @@ final class GenerateCommand implements Callable<Integer> {
     public Integer call() {
         model = Models.find(model);
         boolean sample = temperature != null && !greedy;
-        try (Tokenizer tok = Tokenizer.load(model); CausalLm lm = Models.open(model, threads, dev.hexforge.generate.LogitRows.LAST)) {
+        try (Tokenizer tok = Tokenizer.load(model); CausalLm lm = Models.open(model, threads, LogitRows.LAST)) {
             int[] input;
             if (prompt.ids != null) {
                 input = prompt.ids;

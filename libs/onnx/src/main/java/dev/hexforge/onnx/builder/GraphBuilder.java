@@ -158,13 +158,21 @@ public final class GraphBuilder {
 
     private String constInt64Shaped(long[] dims, long... values) {
         String key = "i64" + java.util.Arrays.toString(dims) + java.util.Arrays.toString(values);
-        return constantCache.computeIfAbsent(key, k -> {
-            ByteBuffer b = ByteBuffer.allocate(values.length * 8).order(ByteOrder.LITTLE_ENDIAN);
-            for (long v : values) {
-                b.putLong(v);
-            }
-            return inlineInitializer("const_i64_" + constantCache.size(), TensorProto.DataType.INT64, dims, b.array());
-        });
+        return constantCache.computeIfAbsent(key, k ->
+                inlineInitializer("const_i64_" + constantCache.size(), TensorProto.DataType.INT64, dims, int64Bytes(values)));
+    }
+
+    /** A named int64 [values.length] initializer of its own, never shared with an equal constant (a runtime may replace it by name). */
+    public String int64Initializer(String name, long... values) {
+        return inlineInitializer(name, TensorProto.DataType.INT64, new long[]{values.length}, int64Bytes(values));
+    }
+
+    private static byte[] int64Bytes(long[] values) {
+        ByteBuffer b = ByteBuffer.allocate(values.length * 8).order(ByteOrder.LITTLE_ENDIAN);
+        for (long v : values) {
+            b.putLong(v);
+        }
+        return b.array();
     }
 
     public String constFloat(long[] dims, float... values) {

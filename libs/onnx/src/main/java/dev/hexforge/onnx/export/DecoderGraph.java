@@ -162,8 +162,7 @@ final class DecoderGraph {
             // the head for the rest of a prompt, as llama.cpp does
             String shape3d = g.op("/lm_head", "Concat", List.of(batchSeq, g.constInt64(c.hiddenSize())), Attr.i("axis", 0));
             String hidden3d = g.op("/lm_head", "Reshape", normed, shape3d);
-            byte[] all = java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(Long.MIN_VALUE).array();
-            String from = g.inlineInitializer(LOGITS_FROM, DataType.INT64, new long[]{1}, all);
+            String from = g.int64Initializer(LOGITS_FROM, Long.MIN_VALUE);
             String kept = g.op("/lm_head", "Slice", List.of(hidden3d, from, g.constInt64(Long.MAX_VALUE), g.constInt64(1)));
             rowsShape = g.op("/lm_head", "Shape", List.of(kept), Attr.i("start", 0), Attr.i("end", 2));
             normed = g.op("/lm_head", "Reshape", kept, g.constInt64(-1, c.hiddenSize()));
