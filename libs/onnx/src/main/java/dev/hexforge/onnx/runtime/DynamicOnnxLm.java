@@ -10,11 +10,15 @@ import dev.hexforge.generate.DecodeSession;
 import dev.hexforge.generate.LogitRows;
 import dev.hexforge.onnx.export.ExportInfo;
 
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import java.nio.LongBuffer;
 import java.nio.file.Path;
 import java.util.HashMap;
+import java.util.LinkedHashSet;
 import java.util.Map;
+import java.util.Set;
 
 /** Runs a dynamic-shape export (Hugging Face convention) with batch 1, feeding each run's present cache back as past. */
 public final class DynamicOnnxLm implements CausalLm {
@@ -23,6 +27,8 @@ public final class DynamicOnnxLm implements CausalLm {
     private final OrtEnvironment env = OrtEnvironment.getEnvironment();
     /** The {@code logits_from} value (-1) of a session that only generates (ONNX Runtime reads it in place); else null. */
     private final OnnxTensor keepLast;
+    /** Every output but the logits: what a generating run gets back in its result (the logits go to a pinned buffer). */
+    private final Set<String> presents = new LinkedHashSet<>();
 
     public DynamicOnnxLm(Path dir, ExportInfo info, int threads, Map<String, String> qnn, Path profileDir, LogitRows rows) {
         this.info = info;
@@ -35,6 +41,10 @@ public final class DynamicOnnxLm implements CausalLm {
                 keepLast.close();
             }
             throw e;
+        }
+        for (int l = 0; l < info.numLayers(); l++) {
+            presents.add("present." + l + ".key");
+            presents.add("present." + l + ".value");
         }
     }
 
@@ -83,12 +93,29 @@ public final class DynamicOnnxLm implements CausalLm {
         private OrtSession.Result previous;
         private final OnnxTensor[] past = new OnnxTensor[info.numLayers() * 2];
         private int length;
+        /*
+         * A generating session's one row of logits: ONNX Runtime writes it into this direct buffer (a pinned output)
+         * and it is copied into lastRow, both allocated once per sequence. Fresh 600 KB arrays per token (the Java
+         * API's copy and ours) cost 1-4 ms a step on heap pages the JVM had not touched yet (docs/benchmarks.md).
+         */
+        private final FloatBuffer logitsBuffer;
+        private final OnnxTensor logitsOut;
+        private final float[] lastRow;
 
         Session() {
             try {
                 long[] shape = {1, info.numKvHeads(), 0, info.headDim()};
                 for (int i = 0; i < past.length; i++) {
                     past[i] = OnnxTensor.createTensor(env, FloatBuffer.allocate(0), shape);
+                }
+                if (keepLast != null) {
+                    logitsBuffer = ByteBuffer.allocateDirect(info.vocabSize() * Float.BYTES).order(ByteOrder.nativeOrder()).asFloatBuffer();
+                    logitsOut = OnnxTensor.createTensor(env, logitsBuffer, new long[]{1, 1, info.vocabSize()});
+                    lastRow = new float[info.vocabSize()];
+                } else {
+                    logitsBuffer = null;
+                    logitsOut = null;
+                    lastRow = null;
                 }
             } catch (OrtException e) {
                 throw new OnnxRuntimeException("creating the empty cache: " + e.getMessage(), e);
@@ -132,15 +159,24 @@ public final class DynamicOnnxLm implements CausalLm {
                     in.put("past_key_values." + l + ".key", past[2 * l]);
                     in.put("past_key_values." + l + ".value", past[2 * l + 1]);
                 }
-                OrtSession.Result r = session.run(in);
-                OnnxTensor logitsT = (OnnxTensor) r.get("logits").orElseThrow();
-                int rows = (int) logitsT.getInfo().getShape()[1];
-                if (keepLast != null && rows != 1) {
-                    r.close();
-                    throw new OnnxRuntimeException("the export returned " + rows + " rows of logits where " + info.logitsFrom()
-                            + " = -1 asks for the last one only");
+                OrtSession.Result r;
+                float[][] logits;
+                if (logitsOut != null) {
+                    try {
+                        r = session.run(in, presents, Map.of("logits", logitsOut));
+                    } catch (OrtException e) {
+                        throw new OnnxRuntimeException("ONNX Runtime run failed (the logits must be one row, [1, 1, "
+                                + info.vocabSize() + "], where " + info.logitsFrom() + " = -1 asks for the last one only): "
+                                + e.getMessage(), e);
+                    }
+                    logitsBuffer.rewind();
+                    logitsBuffer.get(lastRow);
+                    logits = new float[][]{lastRow};
+                } else {
+                    r = session.run(in);
+                    OnnxTensor logitsT = (OnnxTensor) r.get("logits").orElseThrow();
+                    logits = unbatch(logitsT, (int) logitsT.getInfo().getShape()[1]);
                 }
-                float[][] logits = unbatch(logitsT, rows);
                 OnnxTensor[] next = new OnnxTensor[past.length];
                 for (int l = 0; l < info.numLayers(); l++) {
                     next[2 * l] = (OnnxTensor) r.get("present." + l + ".key").orElseThrow();
@@ -185,6 +221,9 @@ public final class DynamicOnnxLm implements CausalLm {
         @Override
         public void close() {
             releasePast();
+            if (logitsOut != null) {
+                logitsOut.close();
+            }
         }
     }
 }

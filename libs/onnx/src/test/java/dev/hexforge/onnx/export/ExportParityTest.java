@@ -160,6 +160,39 @@ class ExportParityTest {
         }
     }
 
+    /**
+     * A generating session writes each step's row into buffers it allocated once (ONNX Runtime's pinned output):
+     * every step's row is the one an every-row session computes, and the array handed back is the session's own.
+     */
+    @org.junit.jupiter.api.Test
+    void aGeneratingSessionsStepsMatchEveryRowSessionsInItsOwnBuffer() {
+        Path dir = tmp.resolve("dynamic");
+        int[] prompt = {1, 872, 198, 1707, 11};
+        int[] steps = {1879, 13, 576, 1974, 198, 40};
+        try (CausalLm last = OnnxLm.open(dir, 1, null, null, LogitRows.LAST);
+             CausalLm all = OnnxLm.open(dir, 1, null, null, LogitRows.ALL);
+             DecodeSession a = last.start(prompt.length + steps.length);
+             DecodeSession b = all.start(prompt.length + steps.length)) {
+            float[] first = a.append(prompt);
+            assertClose(b.append(prompt), first, "prompt");
+            for (int i = 0; i < steps.length; i++) {
+                float[] got = a.append(new int[]{steps[i]});
+                assertTrue(got == first, "step " + i + " returns the session's buffer");
+                assertClose(b.append(new int[]{steps[i]}), got, "step " + i);
+            }
+            assertEquals(prompt.length + steps.length, a.length());
+        }
+    }
+
+    private static void assertClose(float[] expected, float[] got, String what) {
+        assertEquals(expected.length, got.length, what);
+        float max = 0;
+        for (int i = 0; i < got.length; i++) {
+            max = Math.max(max, Math.abs(got[i] - expected[i]));
+        }
+        assertTrue(max <= 1e-5f, what + ": max |dlogit| " + max);
+    }
+
     /** An export made before the initializer existed (no logitsFrom in export.json) opens to generate with every row. */
     @org.junit.jupiter.api.Test
     void anOlderExportStillGeneratesWithEveryRow() throws Exception {
