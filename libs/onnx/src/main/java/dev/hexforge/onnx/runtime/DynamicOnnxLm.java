@@ -17,6 +17,7 @@ import java.nio.LongBuffer;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
@@ -27,8 +28,11 @@ public final class DynamicOnnxLm implements CausalLm {
     private final OrtEnvironment env = OrtEnvironment.getEnvironment();
     /** The {@code logits_from} value (-1) of a session that only generates (ONNX Runtime reads it in place); else null. */
     private final OnnxTensor keepLast;
+    /** The cache's input and output names, entry i of each being layer i / 2's key (even) or value (odd). */
+    private final String[] pastNames;
+    private final String[] presentNames;
     /** Every output but the logits: what a generating run gets back in its result (the logits go to a pinned buffer). */
-    private final Set<String> presents = new LinkedHashSet<>();
+    private final Set<String> presents;
 
     public DynamicOnnxLm(Path dir, ExportInfo info, int threads, Map<String, String> qnn, Path profileDir, LogitRows rows) {
         this.info = info;
@@ -42,10 +46,14 @@ public final class DynamicOnnxLm implements CausalLm {
             }
             throw e;
         }
-        for (int l = 0; l < info.numLayers(); l++) {
-            presents.add("present." + l + ".key");
-            presents.add("present." + l + ".value");
+        pastNames = new String[info.numLayers() * 2];
+        presentNames = new String[pastNames.length];
+        for (int i = 0; i < pastNames.length; i++) {
+            String entry = (i / 2) + (i % 2 == 0 ? ".key" : ".value");
+            pastNames[i] = "past_key_values." + entry;
+            presentNames[i] = "present." + entry;
         }
+        presents = new LinkedHashSet<>(List.of(presentNames));
     }
 
     private OnnxTensor longs(long[] values, long... shape) {
@@ -155,9 +163,8 @@ public final class DynamicOnnxLm implements CausalLm {
                 in.put("input_ids", idsT);
                 in.put("position_ids", posT);
                 in.put("attention_mask", maskT);
-                for (int l = 0; l < info.numLayers(); l++) {
-                    in.put("past_key_values." + l + ".key", past[2 * l]);
-                    in.put("past_key_values." + l + ".value", past[2 * l + 1]);
+                for (int i = 0; i < past.length; i++) {
+                    in.put(pastNames[i], past[i]);
                 }
                 OrtSession.Result r;
                 float[][] logits;
@@ -178,9 +185,8 @@ public final class DynamicOnnxLm implements CausalLm {
                     logits = unbatch(logitsT, (int) logitsT.getInfo().getShape()[1]);
                 }
                 OnnxTensor[] next = new OnnxTensor[past.length];
-                for (int l = 0; l < info.numLayers(); l++) {
-                    next[2 * l] = (OnnxTensor) r.get("present." + l + ".key").orElseThrow();
-                    next[2 * l + 1] = (OnnxTensor) r.get("present." + l + ".value").orElseThrow();
+                for (int i = 0; i < past.length; i++) {
+                    next[i] = (OnnxTensor) r.get(presentNames[i]).orElseThrow();
                 }
                 releasePast();
                 System.arraycopy(next, 0, past, 0, past.length);
