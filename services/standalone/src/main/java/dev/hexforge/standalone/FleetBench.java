@@ -82,9 +82,10 @@ final class FleetBench {
 
     /**
      * Loaded rounds like the measured one until the JIT has settled: the whole fleet in one JVM is some 30,000
-     * classes, and on two cores the compiler threads take about one core for the first two minutes of load (0.8–1.0
-     * cores through the first two rounds of 500 jobs, under 0.2 after five), which the first round's figures measure
-     * as much as the fleet. Each round's figures are printed, the first as what a cold fleet gives.
+     * classes, and on two cores the compiler threads take about one core for the first two minutes of load (1.0 of a
+     * core through the first round of 500 jobs, 0.8 through the second, under a quarter after four to six), which the
+     * first round's figures measure as much as the fleet. Each round's figures are printed, the first as what a cold
+     * fleet gives. The share is the compilers' time over the wall time, so above 1 when both compiler threads run.
      */
     private static void warmUntilCompiled(GatewayClient gw, String spec, int jobs, int concurrency) throws Exception {
         for (int round = 1; ; round++) {
