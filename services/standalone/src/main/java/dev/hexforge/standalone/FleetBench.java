@@ -48,8 +48,7 @@ final class FleetBench {
                 orchestration(gw, spec, Math.max(10, jobs / 4), 1, "warm-up, one at a time");
                 warmUntilCompiled(gw, spec, jobs, concurrency);
                 long warmUp = fleet.submissionTimings().recorded();
-                double jit = orchestration(gw, spec, jobs, concurrency, "measured");
-                System.out.printf("               the JIT compiled for %.2f of a core's time during the measured round%n", jit);
+                orchestration(gw, spec, jobs, concurrency, "measured");
                 printChecks(fleet, warmUp);
                 if (concurrency > 1) {
                     // the same checks with nothing else to wait for: under load their wall time is mostly the request
@@ -89,9 +88,7 @@ final class FleetBench {
      */
     private static void warmUntilCompiled(GatewayClient gw, String spec, int jobs, int concurrency) throws Exception {
         for (int round = 1; ; round++) {
-            double jit = orchestration(gw, spec, jobs, concurrency, "warm-up " + round + (round == 1 ? ", a cold fleet" : ""));
-            System.out.printf("               the JIT compiled for %.2f of a core's time during this round%n", jit);
-            if (jit <= SETTLED_JIT_CORES) {
+            if (orchestration(gw, spec, jobs, concurrency, "warm-up " + round + (round == 1 ? ", a cold fleet" : "")) <= SETTLED_JIT_CORES) {
                 return;
             }
             if (round == MAX_WARM_UP_ROUNDS) {
@@ -102,8 +99,8 @@ final class FleetBench {
     }
 
     /**
-     * Jobs export → sign, {@code concurrency} in flight; the gap is sign's start minus export's completion. Returns the
-     * compilers' time over the round's wall time (the JIT's share of one core; this JVM is the fleet's).
+     * Jobs export → sign, {@code concurrency} in flight; the gap is sign's start minus export's completion. Prints and
+     * returns the compilers' time over the round's wall time (the JIT's share of one core; this JVM is the fleet's).
      */
     private static double orchestration(GatewayClient gw, String spec, int n, int concurrency, String label) throws Exception {
         java.lang.management.CompilationMXBean jit = java.lang.management.ManagementFactory.getCompilationMXBean();
@@ -164,7 +161,9 @@ final class FleetBench {
         Collections.sort(submits);
         System.out.printf("submission     POST /api/v1/jobs answered (checked, stored, first stage dispatched) p50 %.1f ms, p99 %.1f ms%n",
                 pct(submits, 0.50), pct(submits, 0.99));
-        return (jit.getTotalCompilationTime() - compiled0) / (secs * 1000);
+        double compiling = (jit.getTotalCompilationTime() - compiled0) / (secs * 1000);
+        System.out.printf("               the JIT compiled for %.2f of a core's time during this round%n", compiling);
+        return compiling;
     }
 
     private static void transfer(Standalone fleet, GatewayClient gw, Path home, long mb) throws Exception {
