@@ -13,13 +13,15 @@ import java.util.concurrent.Callable;
 @Command(name = "synth", mixinStandardHelpOptions = true,
         description = "Write a checkpoint with a real preset's config and shapes, random weights and a real tokenizer.")
 final class SynthCommand implements Callable<Integer> {
-    @Option(names = "--preset", required = true, description = "tiny, qwen2.5-0.5b, qwen2.5-1.5b or qwen2.5-3b")
+    @Option(names = "--preset", required = true, description = "tiny, tiny-llama3, tiny-qwen3, qwen2.5-0.5b, qwen2.5-1.5b, "
+            + "qwen2.5-3b, llama-3.2-1b, llama-3.2-3b, qwen3-0.6b, qwen3-1.7b or qwen3-4b")
     String preset;
     @Option(names = "--dtype", defaultValue = "bf16", description = "bf16, f16 or f32 (default: ${DEFAULT-VALUE})")
     String dtype;
     @Option(names = "--seed", defaultValue = "0", description = "random seed (default: ${DEFAULT-VALUE})")
     long seed;
-    @Option(names = "--arch", defaultValue = "qwen2", description = "qwen2 or llama (default: ${DEFAULT-VALUE})")
+    @Option(names = "--arch", description = "qwen2, llama or qwen3: another family with the preset's shapes (default: the "
+            + "preset's own)")
     String arch;
     @Option(names = "--untied", description = "give the model its own lm_head instead of sharing the embedding")
     boolean untied;
@@ -37,7 +39,7 @@ final class SynthCommand implements Callable<Integer> {
             case "f32", "fp32" -> DType.F32;
             default -> throw new IllegalArgumentException("--dtype must be bf16, f16 or f32, got '" + dtype + "'");
         };
-        Architecture a = Architecture.fromModelType(arch.toLowerCase());
+        Architecture a = arch == null ? p.architecture() : Architecture.fromModelType(arch.toLowerCase());
         SyntheticCheckpoint.Options opt = SyntheticCheckpoint.Options.of(p, d, seed);
         opt = new SyntheticCheckpoint.Options(p, a, opt.tied() && !untied, d, seed);
         long t0 = System.nanoTime();

@@ -103,6 +103,10 @@ public final class Checkpoint implements Closeable {
                 m.put(TensorNames.bias(i, Linear.K), new long[]{c.kvSize()});
                 m.put(TensorNames.bias(i, Linear.V), new long[]{c.kvSize()});
             }
+            if (c.qkNorm()) {
+                m.put(TensorNames.qNorm(i), new long[]{c.headDim()});
+                m.put(TensorNames.kNorm(i), new long[]{c.headDim()});
+            }
             m.put(TensorNames.weight(i, Linear.O), new long[]{h, c.qSize()});
             m.put(TensorNames.postAttentionNorm(i), new long[]{h});
             m.put(TensorNames.weight(i, Linear.GATE), new long[]{c.intermediateSize(), h});

@@ -13,7 +13,9 @@ import java.util.List;
 /**
  * The parts of a Hugging Face {@code config.json} that define the decoder's shapes and math.
  *
- * @param attentionBias q/k/v projections have a bias (always for Qwen2, {@code attention_bias} for Llama)
+ * @param attentionBias q/k/v projections have a bias (always for Qwen2, {@code attention_bias} for Llama and Qwen3)
+ * @param ropeScaling   the inverse frequencies' rescaling ({@link RopeScaling#NONE} for none)
+ * @param qkNorm        every head of q and k goes through an RMSNorm over head_dim before RoPE (Qwen3)
  * @param eosTokenIds   one or more end-of-sequence ids
  */
 public record ModelConfig(
@@ -27,9 +29,11 @@ public record ModelConfig(
         int vocabSize,
         int maxPositionEmbeddings,
         double ropeTheta,
+        RopeScaling ropeScaling,
         double rmsNormEps,
         boolean tieWordEmbeddings,
         boolean attentionBias,
+        boolean qkNorm,
         int bosTokenId,
         List<Integer> eosTokenIds,
         String torchDtype) {
@@ -38,6 +42,7 @@ public record ModelConfig(
 
     public ModelConfig {
         eosTokenIds = List.copyOf(eosTokenIds);
+        ropeScaling = ropeScaling == null ? RopeScaling.NONE : ropeScaling;
         List<String> problems = new ArrayList<>();
         positive(problems, "hidden_size", hiddenSize);
         positive(problems, "intermediate_size", intermediateSize);
@@ -67,8 +72,8 @@ public record ModelConfig(
     /** The same architecture with only its first {@code n} decoder layers (benchmarks that sample a model's layers). */
     public ModelConfig withNumLayers(int n) {
         return new ModelConfig(architecture, hiddenSize, intermediateSize, n, numHeads, numKvHeads, headDim, vocabSize,
-                maxPositionEmbeddings, ropeTheta, rmsNormEps, tieWordEmbeddings, attentionBias, bosTokenId, eosTokenIds,
-                torchDtype);
+                maxPositionEmbeddings, ropeTheta, ropeScaling, rmsNormEps, tieWordEmbeddings, attentionBias, qkNorm,
+                bosTokenId, eosTokenIds, torchDtype);
     }
 
     private static void positive(List<String> problems, String key, int v) {
@@ -107,7 +112,7 @@ public record ModelConfig(
 
     public static ModelConfig fromJson(JsonNode c) {
         if (!c.hasNonNull("model_type")) {
-            throw new CheckpointException("config.json: missing \"model_type\" (expected one of qwen2, llama)");
+            throw new CheckpointException("config.json: missing \"model_type\" (expected one of qwen2, llama, qwen3)");
         }
         Architecture arch = Architecture.fromModelType(c.get("model_type").asText());
         List<String> missing = new ArrayList<>();
@@ -119,19 +124,23 @@ public record ModelConfig(
         if (!missing.isEmpty()) {
             throw new CheckpointException("config.json: missing required keys " + missing);
         }
-        checkRopeScaling(c.get("rope_scaling"));
+        RopeScaling ropeScaling = RopeScaling.fromJson(c.get("rope_scaling"));
         if (c.hasNonNull("hidden_act") && !c.get("hidden_act").asText().equals("silu")) {
             throw new CheckpointException("config.json: hidden_act '" + c.get("hidden_act").asText()
                     + "' is not supported (only silu)");
         }
-        if (arch == Architecture.LLAMA && c.path("mlp_bias").asBoolean(false)) {
+        if (c.path("mlp_bias").asBoolean(false)) {
             throw new CheckpointException("config.json: mlp_bias true is not supported");
         }
         int hidden = c.get("hidden_size").asInt();
         int heads = c.get("num_attention_heads").asInt();
         int kvHeads = c.path("num_key_value_heads").asInt(heads);
         int headDim = c.hasNonNull("head_dim") ? c.get("head_dim").asInt() : (heads > 0 ? hidden / heads : 0);
-        boolean attentionBias = arch == Architecture.QWEN2 || c.path("attention_bias").asBoolean(false);
+        boolean attentionBias = arch.alwaysAttentionBias() || c.path("attention_bias").asBoolean(false);
+        if (c.path("use_sliding_window").asBoolean(false)) {
+            throw new CheckpointException("config.json: use_sliding_window true is not supported (every layer attends to the "
+                    + "whole context here); convert a checkpoint with use_sliding_window false");
+        }
         List<Integer> eos = new ArrayList<>();
         JsonNode eosNode = c.get("eos_token_id");
         if (eosNode != null && eosNode.isArray()) {
@@ -141,20 +150,9 @@ public record ModelConfig(
         }
         return new ModelConfig(arch, hidden, c.get("intermediate_size").asInt(), c.get("num_hidden_layers").asInt(),
                 heads, kvHeads, headDim, c.get("vocab_size").asInt(),
-                c.path("max_position_embeddings").asInt(arch == Architecture.QWEN2 ? 32768 : 2048),
-                c.path("rope_theta").asDouble(10000.0), c.path("rms_norm_eps").asDouble(1e-6),
+                c.path("max_position_embeddings").asInt(arch.defaultMaxPositions()),
+                c.path("rope_theta").asDouble(10000.0), ropeScaling, c.path("rms_norm_eps").asDouble(1e-6),
                 c.path("tie_word_embeddings").asBoolean(false),
-                attentionBias, c.path("bos_token_id").asInt(-1), eos, c.path("torch_dtype").asText("float32"));
-    }
-
-    private static void checkRopeScaling(JsonNode scaling) {
-        if (scaling == null || scaling.isNull()) {
-            return;
-        }
-        String type = scaling.path("rope_type").asText(scaling.path("type").asText(""));
-        if (!type.equals("default")) {
-            throw new CheckpointException("config.json: rope_scaling of type '" + type
-                    + "' is not supported yet (supported: none or 'default'); convert a checkpoint without rope_scaling");
-        }
+                attentionBias, arch.hasQkNorm(), c.path("bos_token_id").asInt(-1), eos, c.path("torch_dtype").asText("float32"));
     }
 }

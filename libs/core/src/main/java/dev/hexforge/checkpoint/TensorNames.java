@@ -1,6 +1,6 @@
 package dev.hexforge.checkpoint;
 
-/** Hugging Face tensor names of a Qwen2 / Llama decoder. */
+/** Hugging Face tensor names of a Qwen2 / Llama / Qwen3 decoder. */
 public final class TensorNames {
     public static final String EMBED = "model.embed_tokens.weight";
     public static final String FINAL_NORM = "model.norm.weight";
@@ -44,6 +44,16 @@ public final class TensorNames {
 
     public static String inputNorm(int layer) {
         return layer(layer) + "input_layernorm.weight";
+    }
+
+    /** Qwen3's RMSNorm over head_dim applied to every query head, [head_dim]. */
+    public static String qNorm(int layer) {
+        return layer(layer) + "self_attn.q_norm.weight";
+    }
+
+    /** Qwen3's RMSNorm over head_dim applied to every key head, [head_dim]. */
+    public static String kNorm(int layer) {
+        return layer(layer) + "self_attn.k_norm.weight";
     }
 
     public static String postAttentionNorm(int layer) {

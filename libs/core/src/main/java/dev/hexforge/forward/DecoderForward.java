@@ -8,9 +8,10 @@ import dev.hexforge.kernels.FrozenMatrix;
 import dev.hexforge.kernels.Kernels;
 
 /**
- * The reference forward of a Qwen2 / Llama decoder in plain Java, following Hugging Face's float32 eager path
- * (RMSNorm, RoPE, GQA attention with causal mask, SwiGLU MLP, final norm, lm_head) with a KV cache: a prompt's tokens
- * through each layer together, then one position at a time. It is the oracle for exports, quantization and training.
+ * The reference forward of a Qwen2 / Llama / Qwen3 decoder in plain Java, following Hugging Face's float32 eager
+ * path (RMSNorm, Qwen3's per-head q/k RMSNorm, RoPE with Llama 3's scaling, GQA attention with causal mask, SwiGLU
+ * MLP, final norm, lm_head) with a KV cache: a prompt's tokens through each layer together, then one position at a
+ * time. It is the oracle for exports, quantization and training.
  */
 public final class DecoderForward implements CausalLm {
     private final DecoderWeights w;
@@ -164,6 +165,10 @@ public final class DecoderForward implements CausalLm {
             linear(L, Linear.Q, normed, q, n, qs, h);
             linear(L, Linear.K, normed, keys, n, kvs, h);
             linear(L, Linear.V, normed, values, n, kvs, h);
+            if (L.headNorms != null) {
+                RmsNorm.heads(q, n, c.numHeads(), c.headDim(), L.headNorms.q(), c.rmsNormEps());
+                RmsNorm.heads(keys, n, c.numKvHeads(), c.headDim(), L.headNorms.k(), c.rmsNormEps());
+            }
             for (int t = 0; t < n; t++) {
                 for (int head = 0; head < c.numHeads(); head++) {
                     rope.apply(q, t * qs + head * c.headDim(), pos0 + t);
@@ -288,16 +293,6 @@ public final class DecoderForward implements CausalLm {
 
     /** One row of hidden size from {@code x[xOff]} into {@code out[outOff]}. */
     private void rmsNorm(float[] x, int xOff, float[] weight, float[] out, int outOff) {
-        int n = c.hiddenSize();
-        double ss = 0;
-        for (int i = 0; i < n; i++) {
-            float v = x[xOff + i];
-            ss += (double) v * v;
-        }
-        float variance = (float) (ss / n);
-        float inv = (float) (1.0 / Math.sqrt(variance + (float) c.rmsNormEps()));
-        for (int i = 0; i < n; i++) {
-            out[outOff + i] = weight[i] * (x[xOff + i] * inv);
-        }
+        RmsNorm.row(x, xOff, weight, out, outOff, c.hiddenSize(), c.rmsNormEps());
     }
 }

@@ -17,6 +17,14 @@ import java.util.function.BiFunction;
  */
 public final class DecoderWeights {
 
+    /** The weights [head_dim] of the RMSNorms applied to every query head and every key head (Qwen3). */
+    public record HeadNorms(float[] q, float[] k) {
+        static HeadNorms load(Checkpoint ckpt, int layer) {
+            return ckpt.config().qkNorm()
+                    ? new HeadNorms(ckpt.floats(TensorNames.qNorm(layer)), ckpt.floats(TensorNames.kNorm(layer))) : null;
+        }
+    }
+
     /**
      * A low-rank update applied beside a frozen linear (LoRA, unmerged): {@code y += scale · B (A x)},
      * A [rank, in], B [out, rank].
@@ -24,21 +32,28 @@ public final class DecoderWeights {
     public record LowRankDelta(float[] a, float[] b, int rank, float scale) {
     }
 
-    /** One decoder layer. Biases are null when the architecture has none. */
+    /** One decoder layer. Biases are null when the architecture has none, the q/k norms when it has none. */
     public static final class Layer {
         final float[] inputNorm;
         final float[] postAttentionNorm;
+        final HeadNorms headNorms;
         final Map<Linear, FrozenMatrix> weights;
         final Map<Linear, float[]> biases;
         final Map<Linear, LowRankDelta> adapters;
 
-        Layer(float[] inputNorm, float[] postAttentionNorm, Map<Linear, FrozenMatrix> weights, Map<Linear, float[]> biases,
-              Map<Linear, LowRankDelta> adapters) {
+        Layer(float[] inputNorm, float[] postAttentionNorm, HeadNorms headNorms, Map<Linear, FrozenMatrix> weights,
+              Map<Linear, float[]> biases, Map<Linear, LowRankDelta> adapters) {
             this.inputNorm = inputNorm;
             this.postAttentionNorm = postAttentionNorm;
+            this.headNorms = headNorms;
             this.weights = weights;
             this.biases = biases;
             this.adapters = adapters;
+        }
+
+        /** Qwen3's per-head q and k norms, or null. */
+        public HeadNorms headNorms() {
+            return headNorms;
         }
 
         /** The low-rank adapter on this linear, or null. */
@@ -97,8 +112,8 @@ public final class DecoderWeights {
                     b.put(l, ckpt.floats(TensorNames.bias(i, l)));
                 }
             }
-            layers[i] = new Layer(ckpt.floats(TensorNames.inputNorm(i)), ckpt.floats(TensorNames.postAttentionNorm(i)), w, b,
-                    new EnumMap<>(Linear.class));
+            layers[i] = new Layer(ckpt.floats(TensorNames.inputNorm(i)), ckpt.floats(TensorNames.postAttentionNorm(i)),
+                    HeadNorms.load(ckpt, i), w, b, new EnumMap<>(Linear.class));
         }
         FrozenMatrix embed = ckpt.matrix(TensorNames.EMBED);
         FrozenMatrix head = c.tieWordEmbeddings() ? embed : ckpt.matrix(TensorNames.LM_HEAD);
@@ -119,7 +134,8 @@ public final class DecoderWeights {
                     w.put(l, replaced(w.get(l), replacement, "layer " + i + " " + l));
                 }
             }
-            out[i] = new Layer(layers[i].inputNorm, layers[i].postAttentionNorm, w, layers[i].biases, layers[i].adapters);
+            out[i] = new Layer(layers[i].inputNorm, layers[i].postAttentionNorm, layers[i].headNorms, w, layers[i].biases,
+                    layers[i].adapters);
         }
         return new DecoderWeights(config, embed, out, finalNorm, lmHead);
     }
@@ -141,7 +157,8 @@ public final class DecoderWeights {
                 }
             }
             out[i] = new Layer(byName.getOrDefault(TensorNames.inputNorm(i), L.inputNorm),
-                    byName.getOrDefault(TensorNames.postAttentionNorm(i), L.postAttentionNorm), w, L.biases, L.adapters);
+                    byName.getOrDefault(TensorNames.postAttentionNorm(i), L.postAttentionNorm), L.headNorms, w, L.biases,
+                    L.adapters);
         }
         float[] re = byName.get(TensorNames.EMBED);
         FrozenMatrix e = re == null ? embed : replaced(embed, re, TensorNames.EMBED);
@@ -169,7 +186,8 @@ public final class DecoderWeights {
                     a.put(l, d);
                 }
             }
-            out[i] = new Layer(layers[i].inputNorm, layers[i].postAttentionNorm, layers[i].weights, layers[i].biases, a);
+            out[i] = new Layer(layers[i].inputNorm, layers[i].postAttentionNorm, layers[i].headNorms, layers[i].weights,
+                    layers[i].biases, a);
         }
         return new DecoderWeights(config, embed, out, finalNorm, lmHead);
     }

@@ -4,8 +4,9 @@ import dev.hexforge.checkpoint.ModelConfig;
 
 /**
  * Rotary position tables computed exactly as Hugging Face does in float32: {@code inv_freq = 1/theta^(2i/d)},
- * {@code freqs = pos * inv_freq}, {@code emb = cat(freqs, freqs)}. Shared by the Java forward and the ONNX
- * exporter so both use bit-identical cos/sin values.
+ * rescaled by the config's {@link dev.hexforge.checkpoint.RopeScaling} (Llama 3's), {@code freqs = pos * inv_freq},
+ * {@code emb = cat(freqs, freqs)}. Shared by the Java forward, training, calibration and the ONNX exporter so all
+ * use bit-identical cos/sin values.
  */
 public record Rope(int headDim, int positions, float[] cos, float[] sin) {
 
@@ -17,6 +18,7 @@ public record Rope(int headDim, int positions, float[] cos, float[] sin) {
             float exponent = (float) (2 * i) / d;
             invFreq[i] = (float) (1.0 / (float) Math.pow(config.ropeTheta(), exponent));
         }
+        invFreq = config.ropeScaling().apply(invFreq);
         float[] cos = new float[positions * d];
         float[] sin = new float[positions * d];
         for (int p = 0; p < positions; p++) {

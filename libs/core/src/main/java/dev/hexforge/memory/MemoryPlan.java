@@ -63,7 +63,8 @@ public final class MemoryPlan {
 
     public static long parameters(ModelConfig c) {
         long embed = (long) c.vocabSize() * c.hiddenSize();
-        long biases = c.attentionBias() ? (long) (c.numHeads() + 2 * c.numKvHeads()) * c.headDim() : 0;
+        long biases = (c.attentionBias() ? (long) (c.numHeads() + 2 * c.numKvHeads()) * c.headDim() : 0)
+                + (c.qkNorm() ? 2L * c.headDim() : 0);
         return embed * (c.tieWordEmbeddings() ? 1 : 2) + linearWeights(c)
                 + (long) c.numLayers() * (2L * c.hiddenSize() + biases) + c.hiddenSize();
     }

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hexforge.checkpoint.Architecture;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.checkpoint.ModelConfig;
+import dev.hexforge.checkpoint.RopeScaling;
 import dev.hexforge.io.Folders;
 import dev.hexforge.progress.Progress;
 import dev.hexforge.safetensors.DType;
@@ -34,7 +35,8 @@ public final class SyntheticCheckpoint {
     private static final int CHUNK = 1 << 18;
 
     /**
-     * @param architecture qwen2 (q/k/v biases) or llama (none)
+     * @param architecture qwen2 (q/k/v biases), llama (none) or qwen3 (none; per-head q/k norms); a preset's own
+     *                     family by default, another one takes its shapes and keeps its RoPE
      * @param tied         share the embedding with the output head
      */
     public record Options(Preset preset, Architecture architecture, boolean tied, DType dtype, long seed) {
@@ -45,7 +47,7 @@ public final class SyntheticCheckpoint {
         }
 
         public static Options of(Preset p, DType dtype, long seed) {
-            return new Options(p, Architecture.QWEN2, p.tied, dtype, seed);
+            return new Options(p, p.architecture, p.tied, dtype, seed);
         }
     }
 
@@ -57,29 +59,55 @@ public final class SyntheticCheckpoint {
         return ModelConfig.fromJson(c);
     }
 
+    /** The config.json of the preset's model in the family's own keys (those of the real model's file). */
     private static ObjectNode configJson(Options o) {
         Preset p = o.preset();
-        boolean qwen = o.architecture() == Architecture.QWEN2;
+        Architecture arch = o.architecture();
         ObjectNode c = JSON.createObjectNode();
-        c.putArray("architectures").add(o.architecture().hfClass());
-        c.put("attention_dropout", 0.0);
-        if (!qwen) {
+        c.putArray("architectures").add(arch.hfClass());
+        if (arch != Architecture.QWEN2) {
             c.put("attention_bias", false);
-            c.put("mlp_bias", false);
         }
+        c.put("attention_dropout", 0.0);
         c.put("bos_token_id", p.bos);
         c.put("eos_token_id", p.eos);
+        if (p.headDim > 0) {
+            c.put("head_dim", p.headDim);
+        }
         c.put("hidden_act", "silu");
         c.put("hidden_size", p.hidden);
         c.put("initializer_range", 0.02);
         c.put("intermediate_size", p.intermediate);
         c.put("max_position_embeddings", p.maxPositions);
-        c.put("model_type", o.architecture().modelType());
+        if (arch == Architecture.QWEN3) {
+            c.put("max_window_layers", p.layers);
+        }
+        if (arch == Architecture.LLAMA) {
+            c.put("mlp_bias", false);
+        }
+        c.put("model_type", arch.modelType());
         c.put("num_attention_heads", p.heads);
         c.put("num_hidden_layers", p.layers);
         c.put("num_key_value_heads", p.kvHeads);
-        c.put("rms_norm_eps", 1e-6);
+        if (arch == Architecture.LLAMA) {
+            c.put("pretraining_tp", 1);
+        }
+        c.put("rms_norm_eps", p.rmsNormEps);
+        RopeScaling rs = p.ropeScaling;
+        if (rs.type() == RopeScaling.Type.LLAMA3) {
+            ObjectNode scaling = c.putObject("rope_scaling");
+            scaling.put("factor", rs.factor());
+            scaling.put("high_freq_factor", rs.highFreqFactor());
+            scaling.put("low_freq_factor", rs.lowFreqFactor());
+            scaling.put("original_max_position_embeddings", rs.originalMaxPositionEmbeddings());
+            scaling.put("rope_type", "llama3");
+        } else if (arch != Architecture.QWEN2) {
+            c.putNull("rope_scaling");
+        }
         c.put("rope_theta", p.ropeTheta);
+        if (arch == Architecture.QWEN3) {
+            c.putNull("sliding_window");
+        }
         c.put("tie_word_embeddings", o.tied());
         c.put("torch_dtype", switch (o.dtype()) {
             case BF16 -> "bfloat16";
@@ -87,6 +115,9 @@ public final class SyntheticCheckpoint {
             default -> "float32";
         });
         c.put("use_cache", true);
+        if (arch == Architecture.QWEN3) {
+            c.put("use_sliding_window", false);
+        }
         c.put("vocab_size", p.vocab);
         return c;
     }

@@ -10,14 +10,12 @@ import java.util.Arrays;
 import java.util.List;
 
 /**
- * Turns records into token sequences with the model's chat template (ChatML for Qwen). Instructions become one
- * user turn ({@code instruction\ninput}) answered by {@code output<|im_end|>}; the loss covers the answer and its
- * end marker. Sequences longer than {@code maxLength} are cut at the end; an example left with no target token is
- * dropped. Both are counted in the {@link DataReport}.
+ * Turns records into token sequences with the model's chat template (ChatML for Qwen, Llama 3's header format for
+ * Llama 3). Instructions become one user turn ({@code instruction\ninput}) answered by the output and the format's
+ * end of turn ({@code <|im_end|>}, {@code <|eot_id|>}); the loss covers the answer and its end marker. Sequences
+ * longer than {@code maxLength} are cut at the end; an example left with no target token is dropped. Both are counted in the {@link DataReport}.
  */
 public final class ExampleEncoder {
-    public static final String END_OF_TURN = "<|im_end|>";
-
     private final Tokenizer tokenizer;
     private final ChatTemplate template;
     private final int maxLength;
@@ -49,7 +47,7 @@ public final class ExampleEncoder {
                 String user = in.input().isEmpty() ? in.instruction() : in.instruction() + "\n" + in.input();
                 pieces.add(tokenizer.encode(template.userPrompt(user)));
                 learn.add(false);
-                pieces.add(tokenizer.encode(in.output() + END_OF_TURN));
+                pieces.add(tokenizer.encode(template.answer(in.output()) + template.endOfTurn()));
                 learn.add(true);
                 expected = in.output();
             } else if (r instanceof TrainingRecord.Conversation conv) {
@@ -67,10 +65,11 @@ public final class ExampleEncoder {
                         String before = template.render(ms.subList(0, i), true);
                         pieces.add(tokenizer.encode(before.substring(context.length())));
                         learn.add(false);
-                        pieces.add(tokenizer.encode(m.content() + END_OF_TURN));
+                        String answer = template.answer(m.content()) + template.endOfTurn();
+                        pieces.add(tokenizer.encode(answer));
                         learn.add(true);
                         context.setLength(0);
-                        context.append(before).append(m.content()).append(END_OF_TURN);
+                        context.append(before).append(answer);
                         if (i == lastAssistant) {
                             expected = m.content();
                         }

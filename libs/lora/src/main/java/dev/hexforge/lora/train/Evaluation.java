@@ -39,7 +39,7 @@ public final class Evaluation {
     public static double exactMatch(DecoderWeights base, LoraAdapter adapter, Tokenizer tokenizer,
                                     List<EncodedExample> examples, int maxNewTokens) {
         DecoderForward model = new DecoderForward(adapter.applyTo(base));
-        int[] end = tokenizer.encode(dev.hexforge.lora.data.ExampleEncoder.END_OF_TURN);
+        int[] end = tokenizer.encode(tokenizer.chatTemplate().endOfTurn());
         Set<Integer> stop = end.length == 1 ? Set.of(end[0]) : Set.of();
         Generator.Options opt = new Generator.Options(maxNewTokens, true, 1.0, 0, 1.0, 0, stop);
         int scored = 0;

@@ -13,13 +13,14 @@ import java.util.Map;
 import java.util.SplittableRandom;
 
 /**
- * Forward and hand-written backward of a Qwen2 / Llama decoder with LoRA adapters, base weights frozen. A batch is
+ * Forward and hand-written backward of a Qwen2 / Llama / Qwen3 decoder with LoRA adapters, base weights (and
+ * Qwen3's q/k norms) frozen. A batch is
  * packed into one token stream ([tokens, hidden] for every linear) with attention kept inside each sequence, so
  * no compute is spent on padding. The loss is the summed negative log-likelihood of the target tokens; logits are
  * computed only for the rows that predict a target, in chunks, which bounds memory for large vocabularies.
  *
  * <p>Per layer, the forward keeps what the backward needs: the layer input, both norm outputs with their inverse
- * RMS, post-RoPE q and k, v, the attention probabilities, the attention output, gate and up, and for each adapter
+ * RMS, q and k before Qwen3's per-head norms with their inverse RMS, post-RoPE q and k, v, the attention probabilities, the attention output, gate and up, and for each adapter
  * its (dropped-out) input and {@code scale · A x}.
  */
 public final class LoraTrainingModel<A> {
@@ -41,6 +42,8 @@ public final class LoraTrainingModel<A> {
     private static final class FrozenLayer<A> {
         A inputNorm;
         A postNorm;
+        A qNorm; // Qwen3's per-head norms [head_dim], null without them
+        A kNorm;
         final Map<Linear, FrozenMatrix> w = new EnumMap<>(Linear.class);
         final Map<Linear, A> b = new EnumMap<>(Linear.class);
         /** wᵀ [in, out], kept when the model is small enough (see {@link #TRANSPOSED_BUDGET}); else empty. */
@@ -81,6 +84,10 @@ public final class LoraTrainingModel<A> {
             FrozenLayer<A> f = new FrozenLayer<>();
             f.inputNorm = k.of(src.inputNorm());
             f.postNorm = k.of(src.postAttentionNorm());
+            if (src.headNorms() != null) {
+                f.qNorm = k.of(src.headNorms().q());
+                f.kNorm = k.of(src.headNorms().k());
+            }
             for (Linear lin : Linear.values()) {
                 int[] shape = LoraParams.shape(c, lin);
                 f.w.put(lin, src.matrix(lin));
@@ -157,6 +164,10 @@ public final class LoraTrainingModel<A> {
         A q;
         A kk;
         A v;
+        A qRaw; // q and k before Qwen3's per-head norms, with each head's inverse RMS; null without them
+        A kRaw;
+        A qRstd;
+        A kRstd;
         List<A> probs; // per sequence and head, [n, n]
         A attn;
         A xMid;
@@ -256,6 +267,14 @@ public final class LoraTrainingModel<A> {
             lc.q = linear(l, Linear.Q, lc.n1, h, qs, lc);
             lc.kk = linear(l, Linear.K, lc.n1, h, kvs, lc);
             lc.v = linear(l, Linear.V, lc.n1, h, kvs, lc);
+            if (f.qNorm != null) {
+                lc.qRaw = lc.q;
+                lc.kRaw = lc.kk;
+                lc.qRstd = k.alloc(t * c.numHeads());
+                lc.kRstd = k.alloc(t * c.numKvHeads());
+                lc.q = headNorms(lc.qRaw, f.qNorm, lc.qRstd, c.numHeads());
+                lc.kk = headNorms(lc.kRaw, f.kNorm, lc.kRstd, c.numKvHeads());
+            }
             rope(lc.q, c.numHeads(), false);
             rope(lc.kk, c.numKvHeads(), false);
             lc.attn = k.alloc(t * qs);
@@ -368,14 +387,33 @@ public final class LoraTrainingModel<A> {
             }
         }
 
-        /** {@code dx += ∂norm/∂x · dy} for y = w ⊙ x · r, r = (mean(x²) + eps)^-½. */
-        /** {@code dx += ∂norm/∂x · dy} for rows [0, rows). */
+        /** {@code dx += ∂norm/∂x · dy} for y = w ⊙ x · r, r = (mean(x²) + eps)^-½, for rows [0, rows). */
         void rmsNormBackward(A dy, A x, A w, A rstd, A dx, int h, int rows) {
             for (int row = 0; row < rows; row++) {
                 k.rmsNormBackwardRow(dy, x, row * h, w, k.get(rstd, row), dx, h);
             }
         }
 
+
+        /** Qwen3's RMSNorm over head_dim on every head of a [T, heads · d] tensor: a new tensor, each head's r kept. */
+        A headNorms(A x, A w, A rstd, int heads) {
+            int d = c.headDim();
+            A out = k.alloc(t * heads * d);
+            for (int i = 0; i < t * heads; i++) {
+                k.set(rstd, i, k.rmsNormRow(x, i * d, w, out, d, c.rmsNormEps()));
+            }
+            return out;
+        }
+
+        /** The gradient of the input of {@link #headNorms} from that of its output (the norm weights are frozen). */
+        A headNormsBackward(A dy, A x, A w, A rstd, int heads) {
+            int d = c.headDim();
+            A dx = k.alloc(t * heads * d);
+            for (int i = 0; i < t * heads; i++) {
+                k.rmsNormBackwardRow(dy, x, i * d, w, k.get(rstd, i), dx, d);
+            }
+            return dx;
+        }
 
         void rope(A x, int heads, boolean inverse) {
             int d = c.headDim();
@@ -605,6 +643,10 @@ public final class LoraTrainingModel<A> {
                 attentionBackward(lc, dAttn, dq, dk, dv);
                 rope(dq, c.numHeads(), true);
                 rope(dk, c.numKvHeads(), true);
+                if (f.qNorm != null) {
+                    dq = headNormsBackward(dq, lc.qRaw, f.qNorm, lc.qRstd, c.numHeads());
+                    dk = headNormsBackward(dk, lc.kRaw, f.kNorm, lc.kRstd, c.numKvHeads());
+                }
                 A dN1 = k.alloc(t * h);
                 linearBackward(l, Linear.Q, dq, h, qs, dN1, lc);
                 linearBackward(l, Linear.K, dk, h, kvs, dN1, lc);

@@ -6,12 +6,22 @@ import dev.hexforge.checkpoint.TensorNames.Linear;
 import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.lora.LoraConfig;
 import dev.hexforge.testing.Fixtures;
+import dev.hexforge.progress.Progress;
+import dev.hexforge.safetensors.DType;
+import dev.hexforge.synth.Preset;
+import dev.hexforge.synth.SyntheticCheckpoint;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import java.nio.file.Path;
 
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -20,12 +30,29 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class GradientCheckTest {
 
+    @TempDir
+    Path tmp;
+
     @Test
     void everyParameterKindMatchesFiniteDifferences() {
-        DecoderWeights weights;
         try (Checkpoint ckpt = Checkpoint.open(Fixtures.qwen2Tiny())) {
-            weights = DecoderWeights.load(ckpt);
+            check(DecoderWeights.load(ckpt));
         }
+    }
+
+    /** Qwen3 (per-head q/k norms between the projections and RoPE, heads × head_dim ≠ hidden) and Llama 3's RoPE. */
+    @ParameterizedTest
+    @EnumSource(value = Preset.class, names = {"TINY_QWEN3", "TINY_LLAMA3"})
+    void theNewFamiliesMatchFiniteDifferences(Preset preset) {
+        Path dir = tmp.resolve(preset.id());
+        SyntheticCheckpoint.write(SyntheticCheckpoint.Options.of(preset, DType.F32, 5), dir, Progress.NONE);
+        try (Checkpoint ckpt = Checkpoint.open(dir)) {
+            assertEquals(preset == Preset.TINY_QWEN3, ckpt.config().qkNorm());
+            check(DecoderWeights.load(ckpt));
+        }
+    }
+
+    private static void check(DecoderWeights weights) {
         LoraConfig cfg = new LoraConfig(4, 8, 0.1, List.of("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
                 "down_proj"), false, null);
         Kernels<double[]> k = Kernels.float64();

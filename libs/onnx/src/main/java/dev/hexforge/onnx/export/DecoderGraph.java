@@ -14,9 +14,9 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Emits the ONNX graph of a Qwen2 / Llama decoder from standard ops only (no contrib ops): Gemm linears on a
- * [tokens, hidden] residual stream, RMSNorm as Pow/ReduceMean/Add/Sqrt/Div, RoPE from gathered cos/sin tables with
- * Slice/Neg/Concat, grouped-query attention by folding each KV group's query heads into the sequence axis (so no
+ * Emits the ONNX graph of a Qwen2 / Llama / Qwen3 decoder from standard ops only (no contrib ops): Gemm linears on
+ * a [tokens, hidden] residual stream, RMSNorm as Pow/ReduceMean/Add/Sqrt/Div (Qwen3's per-head q/k norms the same
+ * over head_dim), RoPE from gathered cos/sin tables (Llama 3's scaling already in them) with Slice/Neg/Concat, grouped-query attention by folding each KV group's query heads into the sequence axis (so no
  * Expand of the cache), and an additive float mask.
  *
  * <p>Dynamic graphs take int64 ids and a 0/1 attention mask and return the whole cache; static graphs take int32
@@ -270,8 +270,15 @@ final class DecoderGraph {
     private String attention(String s, int layer, String q2d, String k2d, String v2d, String[] pastKv) {
         int d = c.headDim();
         int kvh = c.numKvHeads();
-        String q = rope(s + "/q_rope", toHeads(s + "/q", q2d, c.numHeads()));
-        String k = rope(s + "/k_rope", toHeads(s + "/k", k2d, kvh));
+        String q = toHeads(s + "/q", q2d, c.numHeads());
+        String k = toHeads(s + "/k", k2d, kvh);
+        if (c.qkNorm()) {
+            // Qwen3: an RMSNorm over head_dim on every head, before RoPE ([b, heads, seq, d]: the last axis)
+            q = rmsNorm(s + "/q_norm", q, TensorNames.qNorm(layer));
+            k = rmsNorm(s + "/k_norm", k, TensorNames.kNorm(layer));
+        }
+        q = rope(s + "/q_rope", q);
+        k = rope(s + "/k_rope", k);
         String v = toHeads(s + "/v", v2d, kvh);
         String presentK = "present." + layer + ".key";
         String presentV = "present." + layer + ".value";

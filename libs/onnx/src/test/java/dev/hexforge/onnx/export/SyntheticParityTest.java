@@ -6,6 +6,7 @@ import dev.hexforge.forward.DecoderForward;
 import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.Generator;
+import dev.hexforge.onnx.qnn.QnnPreflight;
 import dev.hexforge.onnx.runtime.OnnxLm;
 import dev.hexforge.progress.Progress;
 import dev.hexforge.safetensors.DType;
@@ -51,6 +52,44 @@ class SyntheticParityTest {
                         assertArrayEquals(expected[t], got[t], 2e-5f, opt.variant() + " position " + t);
                     }
                     assertArrayEquals(greedy, Generator.generate(onnx, ids, Generator.Options.greedy(8), null));
+                }
+            }
+        }
+    }
+
+    /**
+     * Llama 3 (llama3 RoPE scaling in the tables) and Qwen3 (per-head q/k RMSNorm, heads × head_dim ≠ hidden): the
+     * Java forward against both exports, the static one split into parts too, and the static graph clean for the HTP.
+     */
+    @ParameterizedTest
+    @CsvSource({"TINY_LLAMA3,F32", "TINY_QWEN3,F32", "TINY_QWEN3,BF16"})
+    void newFamiliesAgreeThroughBothExports(Preset preset, DType dtype) throws Exception {
+        Path model = tmp.resolve("model");
+        SyntheticCheckpoint.write(SyntheticCheckpoint.Options.of(preset, dtype, 11), model, Progress.NONE);
+        int[] ids = new SplittableRandom(5).ints(40, 0, 2048).toArray();
+        try (Checkpoint ckpt = Checkpoint.open(model)) {
+            assertEquals(preset.architecture(), ckpt.config().architecture());
+            DecoderForward java = new DecoderForward(DecoderWeights.load(ckpt));
+            float[][] expected = java.logits(ids);
+            int[] greedy = Generator.generate(java, ids, Generator.Options.greedy(8), null);
+            for (ExportOptions opt : new ExportOptions[]{ExportOptions.dynamic(), ExportOptions.staticShapes(16, 128),
+                    new ExportOptions(Variant.STATIC, 16, 128, 17, 2_000_000)}) {
+                Path out = tmp.resolve(opt.variant().name() + opt.maxGraphBytes());
+                DecoderExporter.export(ckpt, out, opt, Progress.NONE);
+                try (CausalLm onnx = OnnxLm.open(out, 1)) {
+                    float[][] got = onnx.start(ids.length).appendAll(ids);
+                    for (int t = 0; t < ids.length; t++) {
+                        assertArrayEquals(expected[t], got[t], 2e-5f, opt.variant() + " position " + t);
+                    }
+                    assertArrayEquals(greedy, Generator.generate(onnx, ids, Generator.Options.greedy(8), null));
+                }
+                if (opt.variant() == Variant.STATIC) {
+                    ExportInfo info = ExportInfo.read(out);
+                    assertEquals(opt.maxGraphBytes() < 1_000_000_000, info.roles("prompt").size() > 1, "split into parts");
+                    for (String role : info.graphs().keySet()) {
+                        QnnPreflight.Report r = QnnPreflight.check(info.graph(out, role));
+                        assertTrue(r.dynamicDimensions().isEmpty() && r.unsupportedTypes().isEmpty(), role + ": " + r.problems());
+                    }
                 }
             }
         }

@@ -77,7 +77,7 @@ final class LayerScaling {
             float[] q = lf.linear(x, rows, weights.get(0), p.biases.get(Linear.Q), c.qSize(), h);
             float[] k = lf.linear(x, rows, weights.get(1), p.biases.get(Linear.K), c.kvSize(), h);
             float[] v = lf.linear(x, rows, weights.get(2), p.biases.get(Linear.V), c.kvSize(), h);
-            return lf.linear(lf.attentionPerSequence(q, k, v, rows, len), rows, p.weights.get(Linear.O), null, h, c.qSize());
+            return lf.linear(lf.attend(p, q, k, v, rows, len), rows, p.weights.get(Linear.O), null, h, c.qSize());
         }
         if (first == Linear.GATE) {
             int inter = c.intermediateSize();

@@ -2,6 +2,7 @@ package dev.hexforge.quant.calib;
 
 import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.checkpoint.TensorNames.Linear;
+import dev.hexforge.forward.RmsNorm;
 import dev.hexforge.forward.Rope;
 import dev.hexforge.kernels.Kernels;
 
@@ -106,6 +107,18 @@ public final class LayerForward {
         return ctx;
     }
 
+    /**
+     * The attention context of the layer {@code p} from its fresh projections q, k, v (changed in place by Qwen3's
+     * per-head norms, when the layer has them) over {@code rows / len} sequences of {@code len} tokens.
+     */
+    public float[] attend(LayerParams p, float[] q, float[] k, float[] v, int rows, int len) {
+        if (p.qNorm != null) {
+            RmsNorm.heads(q, rows, c.numHeads(), c.headDim(), p.qNorm, c.rmsNormEps());
+            RmsNorm.heads(k, rows, c.numKvHeads(), c.headDim(), p.kNorm, c.rmsNormEps());
+        }
+        return attentionPerSequence(q, k, v, rows, len);
+    }
+
     /** {@link #attention} over {@code rows / len} sequences of {@code len} tokens stacked in q, k and v, on every core. */
     public float[] attentionPerSequence(float[] q, float[] k, float[] v, int rows, int len) {
         if (rows == len) {
@@ -200,7 +213,7 @@ public final class LayerForward {
                 float[] q = linear(n1, rows, p.weights.get(Linear.Q), p.biases.get(Linear.Q), c.qSize(), h);
                 float[] k = linear(n1, rows, p.weights.get(Linear.K), p.biases.get(Linear.K), c.kvSize(), h);
                 float[] v = linear(n1, rows, p.weights.get(Linear.V), p.biases.get(Linear.V), c.kvSize(), h);
-                ctx = attentionPerSequence(q, k, v, rows, len);
+                ctx = attend(p, q, k, v, rows, len);
                 n1 = null;
                 done = 2;
             }
@@ -245,7 +258,7 @@ public final class LayerForward {
         float[] q = linear(n1, rows, p.weights.get(Linear.Q), p.biases.get(Linear.Q), c.qSize(), h);
         float[] k = linear(n1, rows, p.weights.get(Linear.K), p.biases.get(Linear.K), c.kvSize(), h);
         float[] v = linear(n1, rows, p.weights.get(Linear.V), p.biases.get(Linear.V), c.kvSize(), h);
-        float[] ctx = attentionPerSequence(q, k, v, rows, len);
+        float[] ctx = attend(p, q, k, v, rows, len);
         if (upTo == Linear.O) {
             return new Trace(len, n1, ctx, null, null, null);
         }

@@ -10,6 +10,9 @@ import java.util.Map;
 public final class LayerParams {
     public float[] inputNorm;
     public float[] postAttentionNorm;
+    /** Qwen3's per-head q and k norm weights [head_dim]; null for a family without them. */
+    public float[] qNorm;
+    public float[] kNorm;
     public final Map<Linear, float[]> weights = new EnumMap<>(Linear.class);
     public final Map<Linear, float[]> biases = new EnumMap<>(Linear.class);
 
@@ -18,6 +21,8 @@ public final class LayerParams {
         LayerParams p = new LayerParams();
         p.inputNorm = inputNorm.clone();
         p.postAttentionNorm = postAttentionNorm.clone();
+        p.qNorm = qNorm == null ? null : qNorm.clone();
+        p.kNorm = kNorm == null ? null : kNorm.clone();
         weights.forEach((lin, w) -> p.weights.put(lin, w.clone()));
         biases.forEach((lin, b) -> p.biases.put(lin, b.clone()));
         return p;
@@ -27,6 +32,10 @@ public final class LayerParams {
         LayerParams p = new LayerParams();
         p.inputNorm = l.inputNorm().clone();
         p.postAttentionNorm = l.postAttentionNorm().clone();
+        if (l.headNorms() != null) {
+            p.qNorm = l.headNorms().q().clone();
+            p.kNorm = l.headNorms().k().clone();
+        }
         for (Linear lin : Linear.values()) {
             p.weights.put(lin, l.weight(lin).clone());
             if (l.bias(lin) != null) {

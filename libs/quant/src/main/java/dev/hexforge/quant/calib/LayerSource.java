@@ -68,6 +68,10 @@ public interface LayerSource {
         LayerParams p = new LayerParams();
         p.inputNorm = ckpt.floats(TensorNames.inputNorm(l));
         p.postAttentionNorm = ckpt.floats(TensorNames.postAttentionNorm(l));
+        if (c.qkNorm()) {
+            p.qNorm = ckpt.floats(TensorNames.qNorm(l));
+            p.kNorm = ckpt.floats(TensorNames.kNorm(l));
+        }
         for (Linear lin : Linear.values()) {
             p.weights.put(lin, ckpt.floats(TensorNames.weight(l, lin)));
         }
