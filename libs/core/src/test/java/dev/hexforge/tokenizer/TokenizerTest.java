@@ -94,6 +94,41 @@ class TokenizerTest {
         assertTrue(t.userPrompt("u").startsWith("<|im_start|>system\nYou are Qwen"));
     }
 
+    /**
+     * Llama 3's header format, chosen from the template of a Llama 3 folder (synth's llama-3.2 tokenizer, whose
+     * special tokens sit at Llama 3's ids), and by name where the folder says nothing; ChatML stays Qwen's.
+     */
+    @Test
+    void llama3FoldersGetTheHeaderFormat(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        Files.createDirectories(dir.resolve("llama"));
+        for (String f : List.of("tokenizer.json", "tokenizer_config.json")) {
+            try (var in = TokenizerTest.class.getResourceAsStream("/dev/hexforge/synth/llama3/" + f)) {
+                Files.copy(in, dir.resolve("llama").resolve(f));
+            }
+        }
+        try (Tokenizer llama = Tokenizer.load(dir.resolve("llama"))) {
+            ChatTemplate t = llama.chatTemplate();
+            assertEquals(ChatTemplate.Format.LLAMA3, t.format());
+            String rendered = t.render(List.of(new ChatTemplate.Message("system", "Be brief."),
+                    new ChatTemplate.Message("user", " hi \n")), true);
+            assertEquals("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+                    + "<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+                    rendered);
+            int[] ids = llama.encode(t.userPrompt("A"));
+            assertEquals(128000, ids[0]);
+            assertEquals(128006, ids[1]);
+            assertEquals(128009, llama.encode(t.endOfTurn())[0]);
+            assertEquals(t.userPrompt("A"), llama.decode(ids));
+        }
+        Files.copy(dir.resolve("llama/tokenizer.json"), Files.createDirectories(dir.resolve("bare")).resolve("tokenizer.json"));
+        assertEquals(ChatTemplate.Format.LLAMA3, ChatTemplate.load(dir.resolve("bare")).format(), "from the special tokens");
+        assertEquals(ChatTemplate.Format.CHATML, tok.chatTemplate().format());
+        assertEquals(ChatTemplate.Format.CHATML, ChatTemplate.load(dir.resolve("llama"), ChatTemplate.Format.CHATML).format());
+        assertEquals(ChatTemplate.Format.LLAMA3, ChatTemplate.load(Fixtures.qwen2Tiny(), ChatTemplate.Format.LLAMA3).format());
+        TokenizerException e = assertThrows(TokenizerException.class, () -> ChatTemplate.Format.parse("vicuna"));
+        assertTrue(e.getMessage().contains("vicuna") && e.getMessage().contains("llama3"), e.getMessage());
+    }
+
     @Test
     void missingTokenizerIsAClearError(@org.junit.jupiter.api.io.TempDir Path dir) {
         TokenizerException e = assertThrows(TokenizerException.class, () -> Tokenizer.load(dir));

@@ -10,6 +10,10 @@ import dev.hexforge.signing.Provenance;
 import dev.hexforge.testing.fleet.FleetInfra;
 import dev.hexforge.quantizeservice.QuantizeServiceApplication;
 import dev.hexforge.store.ArtifactStore;
+import dev.hexforge.progress.Progress;
+import dev.hexforge.safetensors.DType;
+import dev.hexforge.synth.Preset;
+import dev.hexforge.synth.SyntheticCheckpoint;
 import dev.hexforge.testing.Fixtures;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -359,6 +363,22 @@ class FleetIntegrationTest {
         job = awaitState(id, "acme", "failed");
         assertEquals(2, job.path("stages").size(), "a second attempt of the failed stage");
         assertEquals(409, call("POST", base + "/" + id + "/cancel", null, null, "acme").status());
+    }
+
+    /** A Llama 3 checkpoint (llama3 RoPE scaling) and a Qwen3 one (per-head q/k norms) through quantize and export. */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.EnumSource(value = Preset.class, names = {"TINY_LLAMA3", "TINY_QWEN3"})
+    void llama3AndQwen3CheckpointsAreAcceptedAndConverted(Preset preset) throws Exception {
+        Path model = home.resolve("models").resolve(preset.id());
+        SyntheticCheckpoint.write(SyntheticCheckpoint.Options.of(preset, DType.BF16, 3), model, Progress.NONE);
+        String spec = "model:\n  path: " + model + "\nstages: [quantize, export]\n"
+                + "quantize:\n  method: rtn\n  bits: 8\nexport:\n  variant: static\n  seq: 16\n  ctx: 64\n";
+        Reply created = call("POST", base, spec, "application/yaml", "acme");
+        assertEquals(201, created.status(), String.valueOf(created.body()));
+        JsonNode job = awaitState(created.body().path("id").asText(), "acme", "completed", "failed");
+        assertEquals("completed", job.path("state").asText(), job.toString());
+        assertTrue(job.path("stages").get(0).path("report").path("gatePassed").asBoolean(), job.toString());
+        assertEquals("onnx-static-qdq", job.path("stages").get(1).path("outputs").get(0).path("kind").asText(), job.toString());
     }
 
     @Test
