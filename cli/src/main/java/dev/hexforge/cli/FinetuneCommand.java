@@ -47,6 +47,8 @@ final class FinetuneCommand implements Callable<Integer> {
     int maxLen;
     @Option(names = "--seed", descriptionKey = "finetune.seed")
     long seed;
+    @Option(names = "--chat-format", descriptionKey = "finetune.chatFormat")
+    String chatFormat;
     @Option(names = "--warmup-ratio", description = "share of steps warming up (default ${DEFAULT-VALUE})")
     double warmup = TrainingOptions.WARMUP_RATIO;
     @Option(names = "--schedule", description = "cosine or linear (default ${DEFAULT-VALUE})")
@@ -68,7 +70,8 @@ final class FinetuneCommand implements Callable<Integer> {
     public Integer call() {
         SpecOptions.check(spec);
         TrainingOptions o = new TrainingOptions(r, alpha, dropout, targets, rslora, batch, accum, lr, epochs, maxLen, seed,
-                warmup, schedule, weightDecay, maxGradNorm, checkpointEvery, evalSplit, TrainingOptions.EVAL_MAX_NEW_TOKENS, threads);
+                warmup, schedule, weightDecay, maxGradNorm, checkpointEvery, evalSplit, TrainingOptions.EVAL_MAX_NEW_TOKENS, threads)
+                .withChatFormat(chatFormat);
         java.util.List<String> epochLines = new java.util.ArrayList<>();
         FinetunePass.Result result;
         try (ProgressBar bar = new ProgressBar("finetune")) {

@@ -3,6 +3,7 @@ package dev.hexforge.cli;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.LogitRows;
 import dev.hexforge.generate.Generator;
+import dev.hexforge.tokenizer.ChatTemplate;
 import dev.hexforge.tokenizer.Tokenizer;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
@@ -32,6 +33,8 @@ final class GenerateCommand implements Callable<Integer> {
 
     @Option(names = "--chat", description = "wrap the prompt in the model's chat template as one user message")
     boolean chat;
+    @Option(names = "--chat-format", description = "with --chat: chatml or llama3 instead of what the model's tokenizer files say")
+    String chatFormat;
     @Option(names = "--max-new", defaultValue = "32", description = "new tokens at most (default: ${DEFAULT-VALUE})")
     int maxNew;
     @Option(names = "--greedy", description = "argmax decoding (the default unless --temperature is given)")
@@ -55,7 +58,8 @@ final class GenerateCommand implements Callable<Integer> {
     public Integer call() {
         model = Models.find(model);
         boolean sample = temperature != null && !greedy;
-        try (Tokenizer tok = Tokenizer.load(model); CausalLm lm = Models.open(model, threads, LogitRows.LAST)) {
+        ChatTemplate.Format format = chatFormat == null ? null : ChatTemplate.Format.parse(chatFormat);
+        try (Tokenizer tok = Tokenizer.load(model, format); CausalLm lm = Models.open(model, threads, LogitRows.LAST)) {
             int[] input;
             if (prompt.ids != null) {
                 input = prompt.ids;

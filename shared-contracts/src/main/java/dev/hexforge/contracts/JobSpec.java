@@ -41,7 +41,8 @@ public record JobSpec(int schemaVersion, String name, Input model, List<String> 
     }
 
     public record Finetune(Input data, Input evalData, int r, double alpha, double dropout, List<String> targets,
-                           int batch, int accumulation, double learningRate, int epochs, int maxLength, long seed) {
+                           int batch, int accumulation, double learningRate, int epochs, int maxLength, long seed,
+                           String chatFormat) {
     }
 
     /**

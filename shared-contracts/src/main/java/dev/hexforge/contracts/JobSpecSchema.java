@@ -61,7 +61,10 @@ public final class JobSpecSchema {
                     number("learningRate", 2e-4, 1e-8, 1, "Peak learning rate (AdamW)."),
                     integer("epochs", 3, 1, 1000, "Passes over the training data."),
                     integer("maxLength", 256, 8, 32768, "Tokens per example; longer ones are truncated."),
-                    integer("seed", 0, 0, Long.MAX_VALUE, "Seed for initialisation, shuffling and dropout.")),
+                    integer("seed", 0, 0, Long.MAX_VALUE, "Seed for initialisation, shuffling and dropout."),
+                    oneOf("chatFormat", "auto", "How instructions and chats become token sequences: auto (as the model's "
+                            + "tokenizer files say), chatml (Qwen2, Qwen3) or llama3 (Llama 3's header format).",
+                            "auto", "chatml", "llama3")),
             object("quantize", "Weight quantization and its accuracy gate.",
                     oneOf("method", "rtn", "rtn (round to nearest: seconds, near-lossless at 8 bits), awq or gptq "
                             + "(calibrated: better at 4 bits).", "rtn", "awq", "gptq"),

@@ -36,6 +36,11 @@ public final class Tokenizer implements AutoCloseable {
 
     /** Loads {@code tokenizer.json} (and {@code tokenizer_config.json} when present) from a model folder. */
     public static Tokenizer load(Path dir) {
+        return load(dir, null);
+    }
+
+    /** As {@link #load(Path)}, rendering chats in {@code chatFormat} whatever the folder says (null: as it says). */
+    public static Tokenizer load(Path dir, ChatTemplate.Format chatFormat) {
         Path json = dir.resolve("tokenizer.json");
         if (!Files.isRegularFile(json)) {
             throw new TokenizerException(dir + ": no tokenizer.json");
@@ -46,7 +51,7 @@ public final class Tokenizer implements AutoCloseable {
                     "truncation", "false",
                     "padding", "false",
                     "maxLength", String.valueOf(Integer.MAX_VALUE / 2)));
-            return new Tokenizer(hf, ChatTemplate.load(dir));
+            return new Tokenizer(hf, ChatTemplate.load(dir, chatFormat));
         } catch (IOException | RuntimeException e) {
             throw new TokenizerException(json + ": cannot load tokenizer: " + e.getMessage(), e);
         }

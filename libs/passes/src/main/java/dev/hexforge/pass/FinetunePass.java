@@ -44,11 +44,12 @@ public final class FinetunePass {
         return new TrainingOptions(f.r(), f.alpha(), f.dropout(), f.targets(), false, f.batch(), f.accumulation(),
                 f.learningRate(), f.epochs(), f.maxLength(), f.seed(), TrainingOptions.WARMUP_RATIO, TrainingOptions.SCHEDULE,
                 TrainingOptions.WEIGHT_DECAY, TrainingOptions.MAX_GRAD_NORM, TrainingOptions.CHECKPOINT_EVERY,
-                TrainingOptions.EVAL_SPLIT, TrainingOptions.EVAL_MAX_NEW_TOKENS, TrainingOptions.defaultThreads());
+                TrainingOptions.EVAL_SPLIT, TrainingOptions.EVAL_MAX_NEW_TOKENS, TrainingOptions.defaultThreads())
+                .withChatFormat(f.chatFormat());
     }
 
     public static Result run(Inputs in, TrainingOptions o, Path out, TrainingListener listener) {
-        try (Checkpoint ckpt = Checkpoint.open(in.model()); Tokenizer tok = Tokenizer.load(in.model())) {
+        try (Checkpoint ckpt = Checkpoint.open(in.model()); Tokenizer tok = Tokenizer.load(in.model(), o.chatFormatOverride())) {
             if (o.maxLength() > ckpt.config().maxPositionEmbeddings()) {
                 throw new IllegalArgumentException("finetune.maxLength: " + o.maxLength() + " is longer than the model's context ("
                         + ckpt.config().maxPositionEmbeddings() + " positions, max_position_embeddings)");

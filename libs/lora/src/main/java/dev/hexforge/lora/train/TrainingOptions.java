@@ -1,6 +1,7 @@
 package dev.hexforge.lora.train;
 
 import dev.hexforge.lora.LoraConfig;
+import dev.hexforge.tokenizer.ChatTemplate;
 
 import java.util.List;
 
@@ -16,11 +17,25 @@ import java.util.List;
  * @param evalSplit       fraction of the training data held out for evaluation when no eval file is given
  * @param evalMaxNewTokens greedy tokens generated per eval example for exact match
  * @param threads         worker threads for the kernels (results do not depend on it)
+ * @param chatFormat      how examples are rendered: {@code auto} (the model's tokenizer files say), or a
+ *                        {@link ChatTemplate.Format} by name ({@code chatml}, {@code llama3})
  */
 public record TrainingOptions(int r, double alpha, double dropout, List<String> targets, boolean useRslora,
                               int batchSize, int accumulation, double learningRate, int epochs, int maxLength,
                               long seed, double warmupRatio, String schedule, double weightDecay, double maxGradNorm,
-                              int checkpointEvery, double evalSplit, int evalMaxNewTokens, int threads) {
+                              int checkpointEvery, double evalSplit, int evalMaxNewTokens, int threads,
+                              String chatFormat) {
+    /** {@link #chatFormat} that follows the model's tokenizer files. */
+    public static final String AUTO_CHAT_FORMAT = "auto";
+
+    /** The settings with the chat format the model's tokenizer files say. */
+    public TrainingOptions(int r, double alpha, double dropout, List<String> targets, boolean useRslora,
+                           int batchSize, int accumulation, double learningRate, int epochs, int maxLength,
+                           long seed, double warmupRatio, String schedule, double weightDecay, double maxGradNorm,
+                           int checkpointEvery, double evalSplit, int evalMaxNewTokens, int threads) {
+        this(r, alpha, dropout, targets, useRslora, batchSize, accumulation, learningRate, epochs, maxLength, seed, warmupRatio,
+                schedule, weightDecay, maxGradNorm, checkpointEvery, evalSplit, evalMaxNewTokens, threads, AUTO_CHAT_FORMAT);
+    }
 
     public TrainingOptions {
         targets = List.copyOf(targets);
@@ -38,6 +53,21 @@ public record TrainingOptions(int r, double alpha, double dropout, List<String> 
         require(evalSplit >= 0 && evalSplit < 1, "eval split must be in [0, 1)");
         require(evalMaxNewTokens >= 1, "eval max new tokens must be >= 1");
         require(threads >= 1, "threads must be >= 1");
+        if (!AUTO_CHAT_FORMAT.equals(chatFormat)) {
+            ChatTemplate.Format.parse(chatFormat == null ? "null" : chatFormat);
+        }
+    }
+
+    /** The same settings with another chat format ({@code auto}, {@code chatml} or {@code llama3}). */
+    public TrainingOptions withChatFormat(String format) {
+        return new TrainingOptions(r, alpha, dropout, targets, useRslora, batchSize, accumulation, learningRate, epochs,
+                maxLength, seed, warmupRatio, schedule, weightDecay, maxGradNorm, checkpointEvery, evalSplit, evalMaxNewTokens,
+                threads, format);
+    }
+
+    /** The chat format asked for, or null to take the model's. */
+    public ChatTemplate.Format chatFormatOverride() {
+        return AUTO_CHAT_FORMAT.equals(chatFormat) ? null : ChatTemplate.Format.parse(chatFormat);
     }
 
     private static void require(boolean ok, String message) {
@@ -68,6 +98,7 @@ public record TrainingOptions(int r, double alpha, double dropout, List<String> 
         return "r=" + r + " alpha=" + alpha + " dropout=" + dropout + " targets=" + targets + " rslora=" + useRslora
                 + " batch=" + batchSize + " accum=" + accumulation + " lr=" + learningRate + " epochs=" + epochs
                 + " maxLen=" + maxLength + " seed=" + seed + " warmup=" + warmupRatio + " schedule=" + schedule
-                + " wd=" + weightDecay + " clip=" + maxGradNorm + " evalSplit=" + evalSplit;
+                + " wd=" + weightDecay + " clip=" + maxGradNorm + " evalSplit=" + evalSplit
+                + (AUTO_CHAT_FORMAT.equals(chatFormat) ? "" : " chat=" + chatFormat);
     }
 }

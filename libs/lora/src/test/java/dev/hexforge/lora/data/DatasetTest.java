@@ -76,6 +76,29 @@ class DatasetTest {
         assertEquals("ROMEO", e.expected());
     }
 
+    /** Llama 3's header format (asked for by name here): each answer learnt with its {@code <|eot_id|>}, nothing else. */
+    @Test
+    void llama3ChatsLearnEachAnswerWithItsEndOfTurn() throws Exception {
+        Path p = file("chat3.jsonl", "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"},{\"role\":\"assistant\",\"content\":\"Hello\"},"
+                + "{\"role\":\"user\",\"content\":\"Name?\"},{\"role\":\"assistant\",\"content\":\"ROMEO \"}]}\n");
+        try (Tokenizer llama = Tokenizer.load(Fixtures.qwen2Tiny(), dev.hexforge.tokenizer.ChatTemplate.Format.LLAMA3)) {
+            EncodedExample e = new ExampleEncoder(llama, 512).encode(DatasetReader.read(p)).examples().get(0);
+            String whole = "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+                    + "<|start_header_id|>assistant<|end_header_id|>\n\nHello<|eot_id|>"
+                    + "<|start_header_id|>user<|end_header_id|>\n\nName?<|eot_id|>"
+                    + "<|start_header_id|>assistant<|end_header_id|>\n\nROMEO<|eot_id|>";
+            assertEquals(whole, llama.decode(e.example().tokens()));
+            StringBuilder learned = new StringBuilder();
+            int[] ids = e.example().tokens();
+            for (int i = 0; i < ids.length; i++) {
+                if (e.example().target()[i]) {
+                    learned.append(llama.decode(new int[]{ids[i]}));
+                }
+            }
+            assertEquals("Hello<|eot_id|>ROMEO<|eot_id|>", learned.toString());
+        }
+    }
+
     @Test
     void plainTextLearnsEveryTokenButTheFirst() throws Exception {
         Path p = file("t.txt", "To be or not to be.\n\n\nThat is the question.\n");
