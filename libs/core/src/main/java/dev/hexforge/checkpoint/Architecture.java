@@ -37,6 +37,14 @@ public enum Architecture {
         return alwaysAttentionBias;
     }
 
+    /**
+     * {@code head_dim} when a config leaves it out: Qwen3's config class declares 128; the others derive it from the
+     * hidden size.
+     */
+    int defaultHeadDim(int hidden, int heads) {
+        return this == QWEN3 ? 128 : heads > 0 ? hidden / heads : 0;
+    }
+
     /** Whether each head of q and k goes through its own RMSNorm ({@code q_norm} / {@code k_norm}) before RoPE. */
     public boolean hasQkNorm() {
         return this == QWEN3;

@@ -135,8 +135,14 @@ public record ModelConfig(
         int hidden = c.get("hidden_size").asInt();
         int heads = c.get("num_attention_heads").asInt();
         int kvHeads = c.path("num_key_value_heads").asInt(heads);
-        int headDim = c.hasNonNull("head_dim") ? c.get("head_dim").asInt() : (heads > 0 ? hidden / heads : 0);
+        int headDim = c.hasNonNull("head_dim") ? c.get("head_dim").asInt() : arch.defaultHeadDim(hidden, heads);
         boolean attentionBias = arch.alwaysAttentionBias() || c.path("attention_bias").asBoolean(false);
+        for (JsonNode layerType : c.path("layer_types")) {
+            if (!layerType.asText().equals("full_attention")) {
+                throw new CheckpointException("config.json: layer_types has '" + layerType.asText() + "' layers; only "
+                        + "full_attention is supported (every layer attends to the whole context here)");
+            }
+        }
         if (c.path("use_sliding_window").asBoolean(false)) {
             throw new CheckpointException("config.json: use_sliding_window true is not supported (every layer attends to the "
                     + "whole context here); convert a checkpoint with use_sliding_window false");

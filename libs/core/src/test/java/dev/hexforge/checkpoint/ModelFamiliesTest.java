@@ -109,6 +109,12 @@ class ModelFamiliesTest {
         ObjectNode c = qwen3();
         c.put("use_sliding_window", true);
         assertTrue(assertThrows(CheckpointException.class, () -> ModelConfig.fromJson(c)).getMessage().contains("use_sliding_window"));
+        ObjectNode mixed = qwen3();
+        mixed.putArray("layer_types").add("full_attention").add("sliding_attention");
+        assertTrue(assertThrows(CheckpointException.class, () -> ModelConfig.fromJson(mixed)).getMessage().contains("sliding_attention"));
+        ObjectNode noHeadDim = qwen3();
+        noHeadDim.remove("head_dim");
+        assertEquals(128, ModelConfig.fromJson(noHeadDim).headDim(), "Qwen3's config class default, not hidden / heads = 64");
         ObjectNode d = qwen3();
         d.put("model_type", "qwen3_moe");
         String m = assertThrows(CheckpointException.class, () -> ModelConfig.fromJson(d)).getMessage();
