@@ -3,6 +3,8 @@
 # on the bundled tiny model and on synthetic checkpoints of real sizes. Needs python3 with numpy, torch, transformers,
 # peft and onnxruntime (a machine that has them: CI does not, and does not run this), and bin/hexforge.
 #   tools/parity/run.sh WORK CASE...    CASE: tiny | PRESET[:untied][:llama]   e.g. tiny qwen2.5-1.5b qwen2.5-0.5b:untied:llama
+#   (the Llama 3 and Qwen3 presets carry their family: tiny-llama3 tiny-qwen3 llama-3.2-1b qwen3-0.6b; transformers
+#   >= 4.51 has Qwen3)
 # Prints one `PARITY <check> <PASS|FAIL> {...}` line per check; exits 1 if any failed.
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
