@@ -1,5 +1,6 @@
 package dev.hexforge.devicerunner;
 
+import dev.hexforge.contracts.BenchmarkResult;
 import dev.hexforge.eval.DeviceReference;
 
 /** One way this device runs a bundle: ONNX Runtime on the CPU or the QNN EP, or QNN's own runtime on a phone over adb. */

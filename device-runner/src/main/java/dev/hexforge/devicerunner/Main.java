@@ -1,5 +1,6 @@
 package dev.hexforge.devicerunner;
 
+import dev.hexforge.contracts.BenchmarkResult;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.hexforge.client.ArtifactDownloader;

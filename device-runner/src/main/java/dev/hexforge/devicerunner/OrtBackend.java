@@ -1,5 +1,6 @@
 package dev.hexforge.devicerunner;
 
+import dev.hexforge.contracts.BenchmarkResult;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.hexforge.eval.DeviceReference;

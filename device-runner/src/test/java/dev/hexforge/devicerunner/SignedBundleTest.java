@@ -1,5 +1,6 @@
 package dev.hexforge.devicerunner;
 
+import dev.hexforge.contracts.BenchmarkResult;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.forward.DecoderForward;
 import dev.hexforge.forward.DecoderWeights;

@@ -274,14 +274,11 @@ public final class JobSpecSchema {
         return "must be between " + f.min().longValue() + " and " + f.max().longValue();
     }
 
-    /** At most the field's length, no control characters, and its pattern if it has one. */
+    /** At most the field's length, plain text ({@link PlainText}), and its pattern if it has one. */
     private static boolean checkText(FieldSpec f, String text, String p, List<Problem> problems) {
-        if (text.length() > f.maxLength()) {
-            problems.add(new Problem(p, "must be at most " + f.maxLength() + " characters, got " + text.length()));
-            return false;
-        }
-        if (text.chars().anyMatch(c -> c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0))) {
-            problems.add(new Problem(p, "must not contain control characters"));
+        String wrong = PlainText.problem(text, f.maxLength());
+        if (wrong != null) {
+            problems.add(new Problem(p, wrong));
             return false;
         }
         if (f.pattern() != null && !COMPILED.get(f).pattern().matcher(text).matches()) {

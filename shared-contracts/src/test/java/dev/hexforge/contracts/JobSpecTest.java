@@ -94,6 +94,40 @@ class JobSpecTest {
         assertTrue(String.join("", problems("{}")).contains("model: is required"));
     }
 
+    /** One document exactly: a second YAML document or a JSON value after the first is refused, not dropped. */
+    @Test
+    void aSpecIsExactlyOneDocument() {
+        String two = "model: /a\n---\nmodel: /b\n";
+        InvalidJobSpecException yaml = assertThrows(InvalidJobSpecException.class, () -> JobSpecReader.read(two, JobSpecReader.Format.YAML));
+        assertTrue(yaml.problems().get(0).message().contains("exactly one YAML document"), yaml.problems().toString());
+        InvalidJobSpecException json = assertThrows(InvalidJobSpecException.class,
+                () -> JobSpecReader.read("{\"model\": \"/a\"} {\"model\": \"/b\"}", JobSpecReader.Format.JSON));
+        assertTrue(json.problems().get(0).message().contains("exactly one JSON value"), json.problems().toString());
+        assertThrows(InvalidJobSpecException.class, () -> JobSpecReader.read("{\"model\": \"/a\"} 1", JobSpecReader.Format.JSON));
+        assertEquals("/a", JobSpecReader.read("model: /a\n", JobSpecReader.Format.YAML).model().path());
+        assertEquals("/a", JobSpecReader.read("---\nmodel: /a\n...\n", JobSpecReader.Format.YAML).model().path(), "markers of one document");
+        assertEquals("/a", JobSpecReader.read("{\"model\": \"/a\"}\n  \n", JobSpecReader.Format.JSON).model().path());
+    }
+
+    /** Names a person reads refuse what would disguise them: bidi overrides, zero-width characters, controls. */
+    @Test
+    void namesRefuseInvisibleAndDirectionCharacters() {
+        for (String bad : List.of("job\u202Egnp.exe", "a\u200Bb", "a\u2066b", "a\uFEFFb", "a\u2028b", "a\u0007b", "a\uD800b")) {
+            List<String> p = problems("{\"model\": \"/m\", \"name\": " + quoted(bad) + "}");
+            assertTrue(String.join("", p).contains("name: must not contain control or invisible formatting characters"), bad + ": " + p);
+        }
+        assertEquals("日本語 — naïve 🙂", JobSpecReader.read("{\"model\": \"/m\", \"name\": \"日本語 — naïve 🙂\"}").name());
+        assertEquals(null, PlainText.problem("Ünïcödé names 名前", 200));
+    }
+
+    private static String quoted(String s) {
+        StringBuilder b = new StringBuilder("\"");
+        for (char c : s.toCharArray()) {
+            b.append(String.format("\\u%04x", (int) c));
+        }
+        return b.append('"').toString();
+    }
+
     @Test
     void crossFieldRulesAreChecked() {
         assertTrue(problems("{\"model\": {\"path\": \"a\", \"artifact\": \"0b9c2a5e-8f1d-4c3b-9a77-2d4e6f8a1b3c\"}}")
@@ -144,7 +178,7 @@ class JobSpecTest {
         assertTrue(all.contains("finetune.batch: must be an integer"), all);
         assertTrue(all.contains("benchmark.device: must be at most 100 characters"), all);
         assertTrue(all.contains("compile.soc: must match"), all);
-        assertTrue(String.join("", problems("{\"model\": \"/m\", \"name\": \"a\\u0000b\"}")).contains("name: must not contain control characters"));
+        assertTrue(String.join("", problems("{\"model\": \"/m\", \"name\": \"a\\u0000b\"}")).contains("name: must not contain control or invisible formatting characters"));
         // YAML's .nan is refused by the parser; a NaN or infinity that reaches the schema (any other reader) is refused there
         assertTrue(String.join("", problems("model: /m\nquantize:\n  maxDeltaPpl: .nan\n")).contains("'.nan'"));
         com.fasterxml.jackson.databind.node.ObjectNode doc = (com.fasterxml.jackson.databind.node.ObjectNode) ContractsJson.MAPPER.createObjectNode()

@@ -1,10 +1,10 @@
 package dev.hexforge.devicerunner.adb;
 
+import dev.hexforge.contracts.BenchmarkResult;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.hexforge.compile.Soc;
 import dev.hexforge.devicerunner.Backend;
-import dev.hexforge.devicerunner.BenchmarkResult;
 import dev.hexforge.devicerunner.SignedBundle;
 import dev.hexforge.eval.DeviceReference;
 import dev.hexforge.eval.Perplexity;

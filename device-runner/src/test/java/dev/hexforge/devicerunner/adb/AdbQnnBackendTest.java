@@ -1,9 +1,9 @@
 package dev.hexforge.devicerunner.adb;
 
+import dev.hexforge.contracts.BenchmarkResult;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hexforge.checkpoint.Checkpoint;
-import dev.hexforge.devicerunner.BenchmarkResult;
 import dev.hexforge.devicerunner.SignedBundle;
 import dev.hexforge.eval.DeviceReference;
 import dev.hexforge.forward.DecoderForward;

@@ -67,16 +67,25 @@ class DeviceController {
         return ResponseEntity.ok(Map.of("removed", id.toString()));
     }
 
+    /** A runner message read strictly ({@link DeviceMessages#read}): a 400 naming the field for anything off. */
+    private static <T extends DeviceMessages.Checked> T message(jakarta.servlet.http.HttpServletRequest request, Class<T> type)
+            throws java.io.IOException {
+        return DeviceMessages.read(RequestBodies.read(request, DeviceMessages.MAX_BYTES, "runner message"), type);
+    }
+
     @PostMapping("/api/v1/runner/register")
-    Map<String, Object> register(@RequestBody DeviceMessages.DeviceInfo info, @RequestAttribute(TokenFilter.DEVICE_ATTRIBUTE) UUID device) {
-        DeviceService.check(info);
+    Map<String, Object> register(jakarta.servlet.http.HttpServletRequest request,
+                                 @RequestAttribute(TokenFilter.DEVICE_ATTRIBUTE) UUID device) throws java.io.IOException {
+        DeviceMessages.DeviceInfo info = message(request, DeviceMessages.DeviceInfo.class);
         devices.register(device, info);
         return Map.of("registered", device.toString());
     }
 
     @PostMapping("/api/v1/runner/heartbeat")
-    Map<String, Object> heartbeat(@RequestBody(required = false) DeviceMessages.Heartbeat beat,
-                                  @RequestAttribute(TokenFilter.DEVICE_ATTRIBUTE) UUID device) {
+    Map<String, Object> heartbeat(jakarta.servlet.http.HttpServletRequest request,
+                                  @RequestAttribute(TokenFilter.DEVICE_ATTRIBUTE) UUID device) throws java.io.IOException {
+        String body = RequestBodies.read(request, DeviceMessages.MAX_BYTES, "runner message");
+        DeviceMessages.Heartbeat beat = body.isBlank() ? null : DeviceMessages.read(body, DeviceMessages.Heartbeat.class);
         devices.heartbeat(device, beat == null ? null : beat.taskId());
         return Map.of("ok", true);
     }
@@ -92,8 +101,9 @@ class DeviceController {
     }
 
     @PostMapping("/api/v1/runner/tasks/{id}/result")
-    ResponseEntity<Map<String, Object>> result(@PathVariable UUID id, @RequestBody DeviceMessages.BenchmarkOutcome outcome,
-                                               @RequestAttribute(TokenFilter.DEVICE_ATTRIBUTE) UUID device) {
+    ResponseEntity<Map<String, Object>> result(@PathVariable UUID id, jakarta.servlet.http.HttpServletRequest request,
+                                               @RequestAttribute(TokenFilter.DEVICE_ATTRIBUTE) UUID device) throws java.io.IOException {
+        DeviceMessages.BenchmarkOutcome outcome = message(request, DeviceMessages.BenchmarkOutcome.class);
         if (!devices.report(device, id, outcome)) {
             return ResponseEntity.status(HttpStatus.CONFLICT).body(Map.of("error", "task " + id
                     + " is not leased to this device (its lease expired, or the job was cancelled)"));
@@ -104,6 +114,11 @@ class DeviceController {
     @ExceptionHandler(IllegalArgumentException.class)
     ResponseEntity<Map<String, Object>> bad(IllegalArgumentException e) {
         return ResponseEntity.badRequest().body(Map.of("error", e.getMessage()));
+    }
+
+    @ExceptionHandler(RequestBodies.TooLargeException.class)
+    void tooLarge(RequestBodies.TooLargeException e, jakarta.servlet.http.HttpServletResponse response) throws java.io.IOException {
+        RequestBodies.answer(e, response);
     }
 
     @ExceptionHandler(org.springframework.http.converter.HttpMessageNotReadableException.class)

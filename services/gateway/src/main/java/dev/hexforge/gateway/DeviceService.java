@@ -76,32 +76,6 @@ public class DeviceService {
         return devices.findByTenantOrderByNameAsc(tenant);
     }
 
-    /** The backends a runner can offer. */
-    static final java.util.Set<String> BACKENDS = java.util.Set.of("ort-cpu", "ort-qnn", "adb-qnn");
-
-    /** A registration a runner may send: known backends, short printable strings. */
-    static void check(DeviceMessages.DeviceInfo info) {
-        if (info == null || info.backends() == null || info.backends().isEmpty()) {
-            throw new IllegalArgumentException("backends: name at least one of " + new java.util.TreeSet<>(BACKENDS));
-        }
-        for (String b : info.backends()) {
-            if (b == null || !BACKENDS.contains(b)) {
-                throw new IllegalArgumentException("backends: '" + b + "' is not one of " + new java.util.TreeSet<>(BACKENDS));
-            }
-        }
-        if (info.soc() != null && !info.soc().matches("[A-Za-z0-9_-]{1,32}")) {
-            throw new IllegalArgumentException("soc: 1-32 letters, digits, '_' or '-'");
-        }
-        for (String s : java.util.Arrays.asList(info.htpArch(), info.os(), info.onnxRuntime(), info.qnnSdk())) {
-            if (s != null && (s.length() > 200 || s.chars().anyMatch(c -> c < 0x20 || c == 0x7f))) {
-                throw new IllegalArgumentException("htpArch, os, onnxRuntime and qnnSdk: at most 200 printable characters");
-            }
-        }
-        if (info.ramBytes() < 0) {
-            throw new IllegalArgumentException("ramBytes: must not be negative");
-        }
-    }
-
     /** Removes a device of the tenant (false when there is none): its token stops working; a task it held is queued again. */
     @Transactional
     public boolean remove(UUID id, String tenant) {

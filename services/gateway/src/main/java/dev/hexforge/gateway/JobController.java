@@ -48,41 +48,13 @@ class JobController {
         return ResponseEntity.status(HttpStatus.CREATED).body(view(j, false));
     }
 
-    /**
-     * The job document, read up to its limit and no further: a larger body is refused (413) before it is buffered,
-     * whatever Content-Length claims.
-     */
     private static String body(jakarta.servlet.http.HttpServletRequest request) throws java.io.IOException {
-        int max = dev.hexforge.contracts.JobSpecReader.MAX_BYTES;
-        if (request.getContentLengthLong() > max) {
-            throw new BodyTooLargeException(max);
-        }
-        byte[] bytes = request.getInputStream().readNBytes(max + 1);
-        if (bytes.length > max) {
-            throw new BodyTooLargeException(max);
-        }
-        return new String(bytes, java.nio.charset.StandardCharsets.UTF_8);
+        return RequestBodies.read(request, dev.hexforge.contracts.JobSpecReader.MAX_BYTES, "job document");
     }
 
-    static final class BodyTooLargeException extends RuntimeException {
-        BodyTooLargeException(int max) {
-            super("the job document is larger than " + max + " bytes");
-        }
-    }
-
-    /**
-     * Written and flushed here: the container closes a connection whose unread body is over its swallow limit, and
-     * would drop an answer still in its buffer.
-     */
-    @ExceptionHandler(BodyTooLargeException.class)
-    void tooLarge(BodyTooLargeException e, jakarta.servlet.http.HttpServletResponse response) throws java.io.IOException {
-        byte[] body = ContractsJson.MAPPER.writeValueAsBytes(Map.of("error", e.getMessage()));
-        response.setStatus(HttpStatus.PAYLOAD_TOO_LARGE.value());
-        response.setHeader("Connection", "close");
-        response.setContentType("application/json");
-        response.setContentLength(body.length); // a client reads the answer whole, whatever the connection does next
-        response.getOutputStream().write(body);
-        response.flushBuffer();
+    @ExceptionHandler(RequestBodies.TooLargeException.class)
+    void tooLarge(RequestBodies.TooLargeException e, jakarta.servlet.http.HttpServletResponse response) throws java.io.IOException {
+        RequestBodies.answer(e, response);
     }
 
     @GetMapping

@@ -47,8 +47,9 @@ class TokenController {
             return ResponseEntity.status(HttpStatus.FORBIDDEN).body(Map.of("error",
                     "only an admin token creates tokens of other tenants; this token belongs to '" + tenant + "'"));
         }
-        if (name.isBlank() || name.length() > 200 || name.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
-            return ResponseEntity.badRequest().body(Map.of("error", "name must be 1-200 printable characters"));
+        String hidden = dev.hexforge.contracts.PlainText.problem(name, 200);
+        if (name.isBlank() || hidden != null) {
+            return ResponseEntity.badRequest().body(Map.of("error", "name: " + (hidden != null ? hidden : "must be 1-200 characters")));
         }
         String secret;
         try {

@@ -52,7 +52,7 @@ class TokenFilter extends OncePerRequestFilter {
     }
 
     /** What answers without a token: the dashboard's static files, the sign-in, health, readiness and the API document. */
-    private static final java.util.Set<String> PUBLIC = java.util.Set.of("/", "/index.html", "/login.html", "/app.js", "/app.css",
+    private static final java.util.Set<String> PUBLIC = java.util.Set.of("/", "/index.html", "/login.html", "/login.js", "/app.js", "/app.css",
             "/favicon.ico", "/api/v1/health", "/api/v1/ready", "/swagger-ui.html", "/v3/api-docs", "/ui/session", "/ui/logout");
 
     /** Deny by default: every path needs a token but the public ones (the firewall has put paths in one plain form). */

@@ -52,9 +52,12 @@ class UploadService {
     }
 
     UploadEntity receive(String tenant, String name, long declaredLength, InputStream body) {
-        if (name == null || name.isBlank() || name.length() > 200 || name.contains("/") || name.contains("\\")
-                || name.chars().anyMatch(Character::isISOControl)) {
+        if (name == null || name.isBlank() || name.length() > 200 || name.contains("/") || name.contains("\\")) {
             throw new UploadRejectedException(400, "name the upload with ?name=FILE (a file name of at most 200 characters, no slashes)");
+        }
+        String hidden = dev.hexforge.contracts.PlainText.problem(name, 200);
+        if (hidden != null) {
+            throw new UploadRejectedException(400, "name: " + hidden);
         }
         if (declaredLength > maxBytes) {
             throw new UploadRejectedException(413, "the upload is " + declaredLength + " bytes; this fleet accepts at most "

@@ -70,6 +70,7 @@ public class RequestFirewall extends jakarta.servlet.http.HttpFilter {
     @Override
     protected void doFilter(HttpServletRequest request, HttpServletResponse response, FilterChain chain)
             throws ServletException, IOException {
+        SecurityHeaders.apply(request, response);
         Optional<String> problem = METHODS.contains(request.getMethod()) ? problem(request.getRequestURI())
                 : Optional.of("method " + request.getMethod() + " is not accepted");
         if (problem.isPresent()) {

@@ -76,6 +76,7 @@ class DashboardBrowserTest {
         ChromeOptions options = new ChromeOptions();
         options.setBinary(CHROMIUM.toFile());
         options.addArguments("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,900");
+        options.setCapability("goog:loggingPrefs", Map.of("browser", "ALL")); // the console, read for CSP violations
         options.setExperimentalOption("prefs", Map.of("download.default_directory", downloads.toString(),
                 "download.prompt_for_download", false));
         browser = new ChromeDriver(new ChromeDriverService.Builder().usingDriverExecutable(CHROMEDRIVER.toFile()).build(), options);
@@ -285,5 +286,17 @@ class DashboardBrowserTest {
         browser.get(href);
         assertTrue(browser.getPageSource().contains("no artifact"), "another tenant's download is a not-found: " + browser.getPageSource());
         shot("09-other-tenant");
+
+        // every page ran under the Content-Security-Policy (no inline script or style) without a violation
+        List<String> violations = new java.util.ArrayList<>();
+        for (org.openqa.selenium.logging.LogEntry e : browser.manage().logs().get(org.openqa.selenium.logging.LogType.BROWSER)) {
+            if (e.getMessage().contains("Content Security Policy") || e.getMessage().contains("Refused to")) {
+                violations.add(e.getMessage());
+            }
+        }
+        assertTrue(violations.isEmpty(), "CSP violations in the console: " + violations);
+        HttpResponse<String> page = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(fleet.gatewayUrl() + "/")).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(dev.hexforge.web.SecurityHeaders.POLICY, page.headers().firstValue("Content-Security-Policy").orElse(null));
     }
 }

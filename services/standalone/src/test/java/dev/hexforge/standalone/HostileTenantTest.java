@@ -274,7 +274,7 @@ class HostileTenantTest {
 
         // values: each checked before use
         cases.add(job("name: 300 characters", "{\"model\": " + q(tiny) + ", \"name\": \"" + "n".repeat(300) + "\"}", "name: must be at most 200 characters"));
-        cases.add(job("name: a NUL", "{\"model\": " + q(tiny) + ", \"name\": \"a\\u0000b\"}", "name: must not contain control characters"));
+        cases.add(job("name: a NUL", "{\"model\": " + q(tiny) + ", \"name\": \"a\\u0000b\"}", "name: must not contain control or invisible formatting characters"));
         cases.add(job("model.path: 2000 characters", "{\"model\": \"/" + "p".repeat(2000) + "\"}", "model.path: must be at most 1024 characters"));
         cases.add(job("finetune.seed: 2^63", "{\"model\": " + q(tiny) + ", \"finetune\": {\"seed\": 9223372036854775808}}",
                 "finetune.seed: must be between 0 and 9223372036854775807"));
@@ -302,7 +302,7 @@ class HostileTenantTest {
         cases.add(new Case("runner registration with no backends", () -> send("POST", "/api/v1/runner/register", registration("null"),
                 "application/json", aliceDevice), 400, "backends: name at least one of"));
         cases.add(new Case("runner registration with an unknown backend", () -> send("POST", "/api/v1/runner/register",
-                registration("[\"rm -rf\"]"), "application/json", aliceDevice), 400, "backends: 'rm -rf' is not one of"));
+                registration("[\"rm -rf\"]"), "application/json", aliceDevice), 400, "backends[0]: 'rm -rf' is not one of"));
         cases.add(new Case("runner registration with a wrong-typed ramBytes", () -> send("POST", "/api/v1/runner/register",
                 registration("[\"ort-cpu\"]").replace("\"ramBytes\": 0", "\"ramBytes\": \"lots\""), "application/json",
                 aliceDevice), 400, "ramBytes: must be a whole number"));
@@ -310,6 +310,50 @@ class HostileTenantTest {
                 "application/json", aliceDevice), 400, "taskId: must be a string"));
         cases.add(new Case("runner registration that is not JSON", () -> send("POST", "/api/v1/runner/register", "{backends",
                 "application/json", aliceDevice), 400, "the body is not the expected JSON object"));
+        cases.add(new Case("runner registration with an unknown field", () -> send("POST", "/api/v1/runner/register",
+                registration("[\"ort-cpu\"]").replace("{", "{\"chipset\": \"SM8650\", "), "application/json", aliceDevice),
+                400, "chipset: unknown field"));
+        cases.add(new Case("runner registration with 20,000 backends", () -> send("POST", "/api/v1/runner/register",
+                registration("[" + String.join(",", java.util.Collections.nCopies(20_000, "\"ort-cpu\"")) + "]"), "application/json",
+                aliceDevice), 400, "backends: at most 3"));
+        cases.add(new Case("runner registration with a backend listed twice", () -> send("POST", "/api/v1/runner/register",
+                registration("[\"ort-cpu\", \"ort-cpu\"]"), "application/json", aliceDevice), 400, "backends[1]: 'ort-cpu' is listed twice"));
+        cases.add(new Case("runner registration followed by a second JSON value", () -> send("POST", "/api/v1/runner/register",
+                registration("[\"ort-cpu\"]") + " {}", "application/json", aliceDevice), 400, "one JSON value with nothing after it"));
+        cases.add(new Case("runner registration with a right-to-left override in os", () -> send("POST", "/api/v1/runner/register",
+                registration("[\"ort-cpu\"]").replace("\"linux\"", "\"linux\\u202Egnp.exe\""), "application/json", aliceDevice), 400,
+                "os: must not contain control or invisible formatting characters"));
+        cases.add(new Case("runner result with HTML for a figure", () -> send("POST", "/api/v1/runner/tasks/" + NO_SUCH + "/result",
+                result("\"decodeTokensPerSecond\": 12.5", "\"decodeTokensPerSecond\": \"<img src=x onerror=alert(1)>\""),
+                "application/json", aliceDevice), 400, "results[0].decodeTokensPerSecond: must be a number"));
+        cases.add(new Case("runner result with a figure as a numeric string", () -> send("POST", "/api/v1/runner/tasks/" + NO_SUCH + "/result",
+                result("\"decodeTokensPerSecond\": 12.5", "\"decodeTokensPerSecond\": \"12.5\""), "application/json", aliceDevice),
+                400, "results[0].decodeTokensPerSecond: must be a number"));
+        cases.add(new Case("runner result with an unknown figure", () -> send("POST", "/api/v1/runner/tasks/" + NO_SUCH + "/result",
+                result("\"loadSeconds\": 1.0", "\"loadSeconds\": 1.0, \"hype\": 9000"), "application/json", aliceDevice),
+                400, "results[0].hype: unknown field"));
+        cases.add(new Case("runner result with a negative rate", () -> send("POST", "/api/v1/runner/tasks/" + NO_SUCH + "/result",
+                result("\"decodeTokensPerSecond\": 12.5", "\"decodeTokensPerSecond\": -1"), "application/json", aliceDevice),
+                400, "results[0].decodeTokensPerSecond: must be a finite number"));
+        cases.add(new Case("runner result with a not-available reason for no figure", () -> send("POST", "/api/v1/runner/tasks/" + NO_SUCH
+                        + "/result", result("\"notAvailable\": {}", "\"notAvailable\": {\"<script>\": \"x\"}"), "application/json",
+                aliceDevice), 400, "is not a figure of a result"));
+        cases.add(new Case("a well-formed result for a task that is not the device's", () -> send("POST", "/api/v1/runner/tasks/" + NO_SUCH
+                + "/result", result("", ""), "application/json", aliceDevice), 409, "is not leased to this device"));
+
+        // names a person reads, and one document per spec
+        cases.add(job("name: a right-to-left override", "{\"model\": " + q(tiny) + ", \"name\": \"job\\u202Egnp.exe\"}",
+                "name: must not contain control or invisible formatting characters (U+202E"));
+        cases.add(job("name: a zero-width space", "{\"model\": " + q(tiny) + ", \"name\": \"a\\u200Bb\"}",
+                "name: must not contain control or invisible formatting characters (U+200B"));
+        cases.add(job("a spec of two YAML documents", "model: " + tiny + "\nstages: [sign]\n---\nmodel: /etc\n",
+                "exactly one YAML document"));
+        cases.add(job("a spec followed by a second JSON value", "{\"model\": " + q(tiny) + ", \"stages\": [\"sign\"]} {\"model\": \"/etc\"}",
+                "exactly one JSON value"));
+        cases.add(new Case("a token named with a right-to-left override", () -> send("POST", "/api/v1/tokens", "{\"name\": \"ci\\u202Etxt.exe\"}",
+                "application/json", mallory), 400, "name: must not contain control or invisible formatting characters"));
+        cases.add(new Case("an upload named with a zero-width joiner", () -> upload("m%E2%80%8D.tar", new byte[10], mallory), 400,
+                "name: must not contain control or invisible formatting characters"));
 
         // the fleet's internal API and the auth filters: every other spelling of a path
         cases.add(new Case("/internal;x/ on the artifact service", () -> raw(internal, "GET", "/internal;x/v1/artifacts?tenant=alice", Map.of()),
@@ -419,6 +463,17 @@ class HostileTenantTest {
     }
 
     /** A runner's registration as a runner sends it, with the backends given. */
+    /** A runner's outcome with one well-formed ort-cpu result, {@code from} replaced by {@code to} in it. */
+    static String result(String from, String to) {
+        String r = "{\"results\": [{\"backend\": \"ort-cpu\", \"device\": \"host\", \"bundleRootDigest\": null, \"promptLength\": 64, "
+                + "\"newTokens\": 32, \"loadSeconds\": 1.0, \"timeToFirstTokenMs\": 50.0, \"prefillTokensPerSecond\": 1000.0, "
+                + "\"decodeTokensPerSecond\": 12.5, \"peakRssBytes\": 1000000, \"weightBytesPerToken\": 2000000, "
+                + "\"memoryBandwidthBytesPerSecond\": null, \"bandwidthSource\": null, \"efficiency\": null, \"tokenAgreement\": 1.0, "
+                + "\"perplexity\": null, \"referencePerplexity\": null, \"opsOffNpu\": null, \"opTimingsMs\": null, "
+                + "\"joulesPerToken\": null, \"thermalState\": null, \"notAvailable\": {}}], \"error\": null}";
+        return from.isEmpty() ? r : r.replace(from, to);
+    }
+
     static String registration(String backends) {
         return "{\"soc\": null, \"htpArch\": null, \"backends\": " + backends + ", \"ramBytes\": 0, \"os\": \"linux\", "
                 + "\"onnxRuntime\": \"1\", \"qnnSdk\": null}";
@@ -447,6 +502,24 @@ class HostileTenantTest {
         } catch (java.io.IOException | InterruptedException e) {
             throw new AssertionError(e);
         }
+    }
+
+    /** The four security headers on the dashboard, the API, refusals and the artifact service alike. */
+    @Test
+    void everyResponseCarriesTheSecurityHeaders() throws Exception {
+        List<String[]> requests = List.of(new String[]{gateway, "/"}, new String[]{gateway, "/app.js"}, new String[]{gateway, "/login.html"},
+                new String[]{gateway, "/api/v1/health"}, new String[]{gateway, "/api/v1/jobs"}, new String[]{gateway, "/api;x/v1/jobs"},
+                new String[]{internal, "/internal/v1/keys"});
+        for (String[] r : requests) {
+            HttpResponse<String> got = HTTP.send(HttpRequest.newBuilder(URI.create(r[0] + r[1])).build(), HttpResponse.BodyHandlers.ofString());
+            String at = r[1] + " (" + got.statusCode() + ")";
+            assertEquals(dev.hexforge.web.SecurityHeaders.POLICY, got.headers().firstValue("Content-Security-Policy").orElse(null), at);
+            assertEquals("DENY", got.headers().firstValue("X-Frame-Options").orElse(null), at);
+            assertEquals("nosniff", got.headers().firstValue("X-Content-Type-Options").orElse(null), at);
+            assertEquals("no-referrer", got.headers().firstValue("Referrer-Policy").orElse(null), at);
+        }
+        String page = HTTP.send(HttpRequest.newBuilder(URI.create(gateway + "/login.html")).build(), HttpResponse.BodyHandlers.ofString()).body();
+        assertFalse(page.contains("<script>") || page.contains("style="), "no inline script or style: " + page);
     }
 
     @Test
