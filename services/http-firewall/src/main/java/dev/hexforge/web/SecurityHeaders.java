@@ -8,7 +8,8 @@ import jakarta.servlet.http.HttpServletResponse;
  * first filter, so refusals and redirects have them too): a Content-Security-Policy that allows scripts, styles and
  * everything else only from the service itself (no inline script or style; the dashboard has none), frames denied
  * ({@code frame-ancestors 'none'} and {@code X-Frame-Options: DENY}), {@code nosniff}, and no referrer sent to other
- * sites. Swagger UI (the API document's viewer, not the dashboard) styles its own elements inline, so its pages alone
+ * sites ({@code same-origin}: under {@code no-referrer} a browser sends {@code Origin: null} with the dashboard's own
+ * form posts, and the sign-in's same-origin check must see the origin). Swagger UI (the API document's viewer, not the dashboard) styles its own elements inline, so its pages alone
  * allow inline styles.
  */
 public final class SecurityHeaders {
@@ -27,6 +28,6 @@ public final class SecurityHeaders {
         response.setHeader("Content-Security-Policy", swagger ? SWAGGER_POLICY : POLICY);
         response.setHeader("X-Frame-Options", "DENY");
         response.setHeader("X-Content-Type-Options", "nosniff");
-        response.setHeader("Referrer-Policy", "no-referrer");
+        response.setHeader("Referrer-Policy", "same-origin");
     }
 }

@@ -516,7 +516,7 @@ class HostileTenantTest {
             assertEquals(dev.hexforge.web.SecurityHeaders.POLICY, got.headers().firstValue("Content-Security-Policy").orElse(null), at);
             assertEquals("DENY", got.headers().firstValue("X-Frame-Options").orElse(null), at);
             assertEquals("nosniff", got.headers().firstValue("X-Content-Type-Options").orElse(null), at);
-            assertEquals("no-referrer", got.headers().firstValue("Referrer-Policy").orElse(null), at);
+            assertEquals("same-origin", got.headers().firstValue("Referrer-Policy").orElse(null), at);
         }
         String page = HTTP.send(HttpRequest.newBuilder(URI.create(gateway + "/login.html")).build(), HttpResponse.BodyHandlers.ofString()).body();
         assertFalse(page.contains("<script>") || page.contains("style="), "no inline script or style: " + page);
