@@ -124,7 +124,13 @@ public record ModelConfig(
         if (!missing.isEmpty()) {
             throw new CheckpointException("config.json: missing required keys " + missing);
         }
-        RopeScaling ropeScaling = RopeScaling.fromJson(c.get("rope_scaling"));
+        // transformers 5 writes one rope_parameters object (rope_type, rope_theta, the scaling's numbers) where earlier
+        // versions wrote rope_theta and rope_scaling: either is read, the older keys first
+        JsonNode ropeParameters = c.get("rope_parameters");
+        RopeScaling ropeScaling = RopeScaling.fromJson(c.hasNonNull("rope_scaling") || ropeParameters == null
+                ? c.get("rope_scaling") : ropeParameters);
+        double ropeTheta = c.hasNonNull("rope_theta") ? c.get("rope_theta").asDouble()
+                : ropeParameters != null ? ropeParameters.path("rope_theta").asDouble(10000.0) : 10000.0;
         if (c.hasNonNull("hidden_act") && !c.get("hidden_act").asText().equals("silu")) {
             throw new CheckpointException("config.json: hidden_act '" + c.get("hidden_act").asText()
                     + "' is not supported (only silu)");
@@ -157,8 +163,8 @@ public record ModelConfig(
         return new ModelConfig(arch, hidden, c.get("intermediate_size").asInt(), c.get("num_hidden_layers").asInt(),
                 heads, kvHeads, headDim, c.get("vocab_size").asInt(),
                 c.path("max_position_embeddings").asInt(arch.defaultMaxPositions()),
-                c.path("rope_theta").asDouble(10000.0), ropeScaling, c.path("rms_norm_eps").asDouble(1e-6),
+                ropeTheta, ropeScaling, c.path("rms_norm_eps").asDouble(1e-6),
                 c.path("tie_word_embeddings").asBoolean(false),
-                attentionBias, arch.hasQkNorm(), c.path("bos_token_id").asInt(-1), eos, c.path("torch_dtype").asText("float32"));
+                attentionBias, arch.hasQkNorm(), c.path("bos_token_id").asInt(-1), eos, c.path("torch_dtype").asText(c.path("dtype").asText("float32")));
     }
 }

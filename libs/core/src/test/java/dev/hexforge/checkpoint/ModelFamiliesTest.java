@@ -84,6 +84,28 @@ class ModelFamiliesTest {
         assertEquals(128, Checkpoint.expectedTensors(c).get("model.layers.0.self_attn.k_norm.weight")[0]);
     }
 
+    /** transformers 5's config.json: rope_parameters in place of rope_theta and rope_scaling, dtype for torch_dtype. */
+    @Test
+    void theTransformers5LayoutMeansTheSame() {
+        ObjectNode v5 = llama32();
+        v5.remove("rope_theta");
+        ObjectNode params = (ObjectNode) v5.remove("rope_scaling");
+        params.put("rope_theta", 500000.0);
+        v5.set("rope_parameters", params);
+        v5.put("dtype", (String) null);
+        v5.put("dtype", v5.remove("torch_dtype").asText());
+        assertEquals(ModelConfig.fromJson(llama32()), ModelConfig.fromJson(v5));
+        ObjectNode q = qwen3();
+        q.remove("rope_theta");
+        q.remove("rope_scaling");
+        q.putObject("rope_parameters").put("rope_type", "default").put("rope_theta", 1000000.0);
+        assertEquals(ModelConfig.fromJson(qwen3()), ModelConfig.fromJson(q));
+        ObjectNode yarn = qwen3();
+        yarn.remove("rope_scaling");
+        yarn.putObject("rope_parameters").put("rope_type", "yarn").put("factor", 4.0).put("rope_theta", 1000000.0);
+        assertTrue(assertThrows(CheckpointException.class, () -> ModelConfig.fromJson(yarn)).getMessage().contains("'yarn'"));
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"linear", "dynamic", "yarn", "longrope", "ntk-by-parts"})
     void otherRopeTypesAreRefusedByName(String type) {
