@@ -196,16 +196,29 @@ public final class MemoryPlan {
     }
 
     /**
-     * Refuses, before any work, a pass this process cannot hold: OUT_OF_MEMORY with both figures and what to do.
+     * Refuses, before any work, a pass this process cannot hold: OUT_OF_MEMORY with both figures and what to do. What
+     * it can hold is the heap's limit, or less where the machine's available memory or the container's limit cannot
+     * give the heap room to grow ({@link SystemMemory}): a heap sized for the machine grows into memory other work
+     * holds, and the kernel ends the process without a word.
      */
     public static void require(Estimate e) {
-        require(e, available());
+        require(e, SystemMemory.now());
+    }
+
+    static void require(Estimate e, SystemMemory m) {
+        if (e.heap() > m.heapCanHave() && m.boundByMachine()) {
+            throw new HexforgeException(ErrorCode.OUT_OF_MEMORY, e.describe() + "; this process can have "
+                    + gb(m.heapCanHave()) + " (" + m.describe() + ")",
+                    "free memory on the machine (files on tmpfs such as /dev/shm, other processes) or run where more is "
+                            + "available; the pass needs about " + gb(e.heap()) + " of heap", null);
+        }
+        require(e, m.heapMax());
     }
 
     static void require(Estimate e, long have) {
         if (e.heap() > have) {
             throw new HexforgeException(ErrorCode.OUT_OF_MEMORY, e.describe() + "; this process can have " + gb(have),
-                    "give the process more memory (bin/hexforge gives the CLI 75% of the machine's; HEXFORGE_JAVA_OPTS=-Xmx"
+                    "give the process more memory (bin/hexforge gives the CLI 75% of the machine's available memory; HEXFORGE_JAVA_OPTS=-Xmx"
                             + xmxGigabytes(e) + "g sets it" + (e.stage() == null
                             ? "), or run an ONNX export of the model (hexforge export) or a smaller model"
                             : "; in the fleet, the " + e.stage().id() + " service's heap), or use a smaller model, batch or "
