@@ -65,14 +65,7 @@ class DatasetTest {
         String whole = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
                 + "Hello<|im_end|>\n<|im_start|>user\nName?<|im_end|>\n<|im_start|>assistant\nROMEO<|im_end|>\n";
         assertArrayEquals(tok.encode(whole), e.example().tokens());
-        StringBuilder learned = new StringBuilder();
-        int[] ids = e.example().tokens();
-        for (int i = 0; i < ids.length; i++) {
-            if (e.example().target()[i]) {
-                learned.append(tok.decode(new int[]{ids[i]}));
-            }
-        }
-        assertEquals("Hello<|im_end|>ROMEO<|im_end|>", learned.toString());
+        assertEquals("Hello<|im_end|>ROMEO<|im_end|>", learned(tok, e));
         assertEquals("ROMEO", e.expected());
     }
 
@@ -88,15 +81,20 @@ class DatasetTest {
                     + "<|start_header_id|>user<|end_header_id|>\n\nName?<|eot_id|>"
                     + "<|start_header_id|>assistant<|end_header_id|>\n\nROMEO<|eot_id|>";
             assertEquals(whole, llama.decode(e.example().tokens()));
-            StringBuilder learned = new StringBuilder();
-            int[] ids = e.example().tokens();
-            for (int i = 0; i < ids.length; i++) {
-                if (e.example().target()[i]) {
-                    learned.append(llama.decode(new int[]{ids[i]}));
-                }
-            }
-            assertEquals("Hello<|eot_id|>ROMEO<|eot_id|>", learned.toString());
+            assertEquals("Hello<|eot_id|>ROMEO<|eot_id|>", learned(llama, e));
         }
+    }
+
+    /** The text of the tokens the loss covers, one after the other. */
+    private static String learned(Tokenizer t, EncodedExample e) {
+        StringBuilder learned = new StringBuilder();
+        int[] ids = e.example().tokens();
+        for (int i = 0; i < ids.length; i++) {
+            if (e.example().target()[i]) {
+                learned.append(t.decode(new int[]{ids[i]}));
+            }
+        }
+        return learned.toString();
     }
 
     @Test

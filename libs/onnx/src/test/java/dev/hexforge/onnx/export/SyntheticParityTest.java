@@ -40,19 +40,24 @@ class SyntheticParityTest {
             assertEquals(arch, ckpt.config().architecture());
             assertEquals(!tied, ckpt.tensors().containsKey("lm_head.weight"));
             assertEquals(arch == Architecture.QWEN2, ckpt.config().attentionBias());
-            DecoderForward java = new DecoderForward(DecoderWeights.load(ckpt));
-            float[][] expected = java.logits(ids);
-            int[] greedy = Generator.generate(java, ids, Generator.Options.greedy(8), null);
-            for (ExportOptions opt : new ExportOptions[]{ExportOptions.dynamic(), ExportOptions.staticShapes(16, 128)}) {
-                Path out = tmp.resolve(opt.variant().name());
-                DecoderExporter.export(ckpt, out, opt, Progress.NONE);
-                try (CausalLm onnx = OnnxLm.open(out, 1)) {
-                    float[][] got = onnx.start(ids.length).appendAll(ids);
-                    for (int t = 0; t < ids.length; t++) {
-                        assertArrayEquals(expected[t], got[t], 2e-5f, opt.variant() + " position " + t);
-                    }
-                    assertArrayEquals(greedy, Generator.generate(onnx, ids, Generator.Options.greedy(8), null));
+            assertExportsAgree(ckpt, ids, ExportOptions.dynamic(), ExportOptions.staticShapes(16, 128));
+        }
+    }
+
+    /** Each export of the checkpoint computes the Java forward's logits for {@code ids} and its greedy continuation. */
+    private void assertExportsAgree(Checkpoint ckpt, int[] ids, ExportOptions... options) throws Exception {
+        DecoderForward java = new DecoderForward(DecoderWeights.load(ckpt));
+        float[][] expected = java.logits(ids);
+        int[] greedy = Generator.generate(java, ids, Generator.Options.greedy(8), null);
+        for (ExportOptions opt : options) {
+            Path out = tmp.resolve(opt.variant().name() + opt.maxGraphBytes());
+            DecoderExporter.export(ckpt, out, opt, Progress.NONE);
+            try (CausalLm onnx = OnnxLm.open(out, 1)) {
+                float[][] got = onnx.start(ids.length).appendAll(ids);
+                for (int t = 0; t < ids.length; t++) {
+                    assertArrayEquals(expected[t], got[t], 2e-5f, opt.variant() + " position " + t);
                 }
+                assertArrayEquals(greedy, Generator.generate(onnx, ids, Generator.Options.greedy(8), null));
             }
         }
     }
@@ -69,27 +74,16 @@ class SyntheticParityTest {
         int[] ids = new SplittableRandom(5).ints(40, 0, 2048).toArray();
         try (Checkpoint ckpt = Checkpoint.open(model)) {
             assertEquals(preset.architecture(), ckpt.config().architecture());
-            DecoderForward java = new DecoderForward(DecoderWeights.load(ckpt));
-            float[][] expected = java.logits(ids);
-            int[] greedy = Generator.generate(java, ids, Generator.Options.greedy(8), null);
-            for (ExportOptions opt : new ExportOptions[]{ExportOptions.dynamic(), ExportOptions.staticShapes(16, 128),
-                    new ExportOptions(Variant.STATIC, 16, 128, 17, 2_000_000)}) {
+            ExportOptions whole = ExportOptions.staticShapes(16, 128);
+            ExportOptions split = new ExportOptions(Variant.STATIC, 16, 128, 17, 2_000_000);
+            assertExportsAgree(ckpt, ids, ExportOptions.dynamic(), whole, split);
+            for (ExportOptions opt : new ExportOptions[]{whole, split}) {
                 Path out = tmp.resolve(opt.variant().name() + opt.maxGraphBytes());
-                DecoderExporter.export(ckpt, out, opt, Progress.NONE);
-                try (CausalLm onnx = OnnxLm.open(out, 1)) {
-                    float[][] got = onnx.start(ids.length).appendAll(ids);
-                    for (int t = 0; t < ids.length; t++) {
-                        assertArrayEquals(expected[t], got[t], 2e-5f, opt.variant() + " position " + t);
-                    }
-                    assertArrayEquals(greedy, Generator.generate(onnx, ids, Generator.Options.greedy(8), null));
-                }
-                if (opt.variant() == Variant.STATIC) {
-                    ExportInfo info = ExportInfo.read(out);
-                    assertEquals(opt.maxGraphBytes() < 1_000_000_000, info.roles("prompt").size() > 1, "split into parts");
-                    for (String role : info.graphs().keySet()) {
-                        QnnPreflight.Report r = QnnPreflight.check(info.graph(out, role));
-                        assertTrue(r.dynamicDimensions().isEmpty() && r.unsupportedTypes().isEmpty(), role + ": " + r.problems());
-                    }
+                ExportInfo info = ExportInfo.read(out);
+                assertEquals(opt == split, info.roles("prompt").size() > 1, "split into parts");
+                for (String role : info.graphs().keySet()) {
+                    QnnPreflight.Report r = QnnPreflight.check(info.graph(out, role));
+                    assertTrue(r.dynamicDimensions().isEmpty() && r.unsupportedTypes().isEmpty(), role + ": " + r.problems());
                 }
             }
         }
