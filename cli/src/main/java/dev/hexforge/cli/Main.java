@@ -11,7 +11,13 @@ import picocli.CommandLine.Command;
 public final class Main implements Runnable {
 
     public static void main(String[] args) {
-        System.exit(run(args));
+        Stop.install();
+        int code = run(args);
+        if (Stop.signal() != null) {
+            System.err.println("hexforge: stopped by " + Stop.signal() + "; the output folder was left as it was");
+            code = Stop.exitCode();
+        }
+        System.exit(code);
     }
 
     public static int run(String... args) {
@@ -19,6 +25,9 @@ public final class Main implements Runnable {
         cl.setDefaultValueProvider(new SpecOptions());
         cl.setResourceBundle(SpecOptions.help());
         cl.setExecutionExceptionHandler((ex, cmd, parsed) -> {
+            if (Stop.signal() != null) {
+                return 1; // stopped on purpose: main says so in one line
+            }
             cmd.getErr().println("hexforge: error: " + describe(ex));
             if (ex instanceof dev.hexforge.contracts.HexforgeException h) {
                 cmd.getErr().println("hexforge: " + h.code() + ": " + h.hint());

@@ -25,6 +25,7 @@ final class ProgressBar implements Progress, AutoCloseable {
 
     @Override
     public void update(String what, long done, long total) {
+        Stop.check(); // a pass unwinds here when the process was told to end
         long now = System.nanoTime();
         if (now - start < 1_000_000_000L || now - lastDraw < (terminal ? 100_000_000L : 5_000_000_000L)) {
             return;

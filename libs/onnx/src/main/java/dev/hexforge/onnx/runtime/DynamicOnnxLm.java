@@ -170,7 +170,7 @@ public final class DynamicOnnxLm implements CausalLm {
                 float[][] logits;
                 if (logitsOut != null) {
                     try {
-                        r = session.run(in, presents, Map.of("logits", logitsOut));
+                        r = OrtRuns.run(o -> session.run(in, presents, Map.of("logits", logitsOut), o));
                     } catch (OrtException e) {
                         throw new OnnxRuntimeException("ONNX Runtime run failed (the logits must be one row, [1, 1, "
                                 + info.vocabSize() + "], where " + info.logitsFrom() + " = -1 asks for the last one only): "
@@ -180,7 +180,7 @@ public final class DynamicOnnxLm implements CausalLm {
                     logitsBuffer.get(lastRow);
                     logits = new float[][]{lastRow};
                 } else {
-                    r = session.run(in);
+                    r = OrtRuns.run(o -> session.run(in, o));
                     OnnxTensor logitsT = (OnnxTensor) r.get("logits").orElseThrow();
                     logits = unbatch(logitsT, (int) logitsT.getInfo().getShape()[1]);
                 }

@@ -164,7 +164,8 @@ public final class StaticOnnxLm implements CausalLm {
                             in.put("past_key_values." + l + ".key", OnnxTensor.createTensor(env, pastSlots(keys[l], past), pastShape));
                             in.put("past_key_values." + l + ".value", OnnxTensor.createTensor(env, pastSlots(values[l], past), pastShape));
                         }
-                        try (OrtSession.Result r = part.session().run(in)) {
+                        OrtSession session = part.session();
+                        try (OrtSession.Result r = OrtRuns.run(o -> session.run(in, o))) {
                             if (part.last()) {
                                 FloatBuffer lb = ((OnnxTensor) r.get("logits").orElseThrow()).getFloatBuffer();
                                 logits = new float[n][info.vocabSize()];
