@@ -32,18 +32,6 @@ public final class Main implements Runnable {
     static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
     public static void main(String[] args) {
-        for (String name : java.util.List.of("INT", "TERM")) {
-            try {
-                // ONNX Runtime's runs in flight end through their own termination before the JVM exits under them
-                sun.misc.Signal.handle(new sun.misc.Signal(name), s -> {
-                    dev.hexforge.onnx.runtime.OrtRuns.stop(java.time.Duration.ofSeconds(30));
-                    System.err.println("hexforge-device-runner: stopped by SIG" + s.getName());
-                    System.exit(128 + s.getNumber());
-                });
-            } catch (IllegalArgumentException | UnsupportedOperationException notHere) {
-                // a platform without this signal: the JVM's own handling stays
-            }
-        }
         System.exit(run(args));
     }
 
