@@ -11,11 +11,18 @@ import java.util.Set;
  * Every ONNX Runtime run of Hexforge goes through here, with run options of its own, so that a process told to end
  * (SIGINT, SIGTERM) stops its native work through ONNX Runtime's own termination ({@code RunOptions} set to
  * terminate) and waits for it to return before anything is closed: a JVM that exits under a running session crashes
- * in ONNX Runtime's native code. After {@link #stop} no run starts, and one in flight ends with {@link Stopped}.
+ * in ONNX Runtime's native code. After {@link #stop} no run starts, and one in flight ends with {@link Stopped}. A
+ * shutdown hook stops them too, so a stage service or device runner ended by SIGTERM waits for its runs to end.
  */
 public final class OrtRuns {
     private static final Set<OrtSession.RunOptions> ACTIVE = new HashSet<>();
     private static boolean stopping;
+
+    static {
+        // any JVM that runs sessions (the CLI, the stage services, the device runner) ends them before it exits: the
+        // exit waits for this hook, so nothing is unloaded under a run in flight
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> stop(Duration.ofSeconds(30)), "hexforge-ort-stop"));
+    }
 
     private OrtRuns() {
     }
