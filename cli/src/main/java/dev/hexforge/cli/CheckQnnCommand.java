@@ -20,6 +20,9 @@ final class CheckQnnCommand implements Callable<Integer> {
     Path target;
     @Option(names = "--json", description = "print one JSON object")
     boolean json;
+    @Option(names = "--precision", description = "also hold the graphs to a target precision: w8a16, w4a16, w8a8 (every "
+            + "activation quantized, as the HTP runs them) or w8, w4 (weights only)")
+    String precision;
 
     @Override
     public Integer call() {
@@ -32,15 +35,18 @@ final class CheckQnnCommand implements Callable<Integer> {
         } else {
             throw new IllegalArgumentException(target + " does not exist");
         }
+        dev.hexforge.onnx.qnn.Precision target = precision == null ? null : dev.hexforge.onnx.qnn.Precision.parse(precision);
         boolean clean = true;
         List<Map<String, Object>> reports = new ArrayList<>();
         for (Path g : graphs) {
-            QnnPreflight.Report r = QnnPreflight.check(g);
+            QnnPreflight.Report r = QnnPreflight.check(g, target);
             clean &= r.clean();
             if (json) {
                 reports.add(new Json().put("graph", r.graph()).put("clean", r.clean()).put("ops", r.ops())
                         .put("dynamic_dimensions", r.dynamicDimensions()).put("unsupported_types", r.unsupportedTypes())
                         .put("weight_bytes", r.weightBytes()).put("weight_limit_bytes", r.weightLimitBytes())
+                        .put("precision", r.precision() == null ? null : r.precision().id())
+                        .put("float_activations", r.floatActivations())
                         .put("problems", r.problems()).fields());
             } else {
                 print(r);
@@ -61,5 +67,11 @@ final class CheckQnnCommand implements Callable<Integer> {
         r.dynamicDimensions().forEach(d -> System.out.println("  dynamic: " + d));
         r.unsupportedTypes().forEach(t -> System.out.println("  dtype:   " + t));
         System.out.printf("  weights: %.1f MiB of %.0f MiB per-graph limit%n", r.weightBytes() / 1048576.0, r.weightLimitBytes() / 1048576.0);
+        if (r.precision() != null && r.precision().quantizesActivations()) {
+            System.out.println(r.floatActivations().isEmpty() ? "  " + r.precision().id() + ": every activation is quantized"
+                    : "  " + r.precision().id() + ": " + r.floatActivations().size() + " float activations (first: "
+                    + String.join(", ", r.floatActivations().subList(0, Math.min(5, r.floatActivations().size())))
+                    + "): the HTP runs this graph in fp16 with 16-bit weights, or fails to load with CPU fallback disabled");
+        }
     }
 }

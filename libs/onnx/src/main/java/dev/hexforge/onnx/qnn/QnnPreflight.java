@@ -29,11 +29,17 @@ public final class QnnPreflight {
     public record OpUse(String domain, String opType, int count, boolean supported) {
     }
 
+    /**
+     * @param precision        the target the graph was checked for; null: ops, types, shapes and size only
+     * @param floatActivations for a target that quantizes activations, the float tensors that flow into compute ops
+     *                         without a Q / DQ pair (graph inputs and op outputs; weights are not activations), in
+     *                         graph order
+     */
     public record Report(String graph, List<OpUse> ops, List<String> dynamicDimensions, List<String> unsupportedTypes,
-                         long weightBytes, long weightLimitBytes) {
+                         long weightBytes, long weightLimitBytes, Precision precision, List<String> floatActivations) {
         public boolean clean() {
             return ops.stream().allMatch(OpUse::supported) && dynamicDimensions.isEmpty() && unsupportedTypes.isEmpty()
-                    && weightBytes <= weightLimitBytes;
+                    && weightBytes <= weightLimitBytes && floatActivations.isEmpty();
         }
 
         public List<String> problems() {
@@ -46,6 +52,11 @@ public final class QnnPreflight {
                 p.add("weights " + weightBytes + " bytes exceed the per-graph limit of " + weightLimitBytes
                         + " bytes: split the model into parts");
             }
+            if (!floatActivations.isEmpty()) {
+                p.add("float activations for " + precision.id() + ": " + floatActivations.size() + " tensors flow into compute "
+                        + "ops unquantized (first: " + String.join(", ", floatActivations.subList(0, Math.min(5, floatActivations.size())))
+                        + "); the HTP runs such a graph in fp16 with 16-bit weights, or fails to load with CPU fallback disabled");
+            }
             return p;
         }
     }
@@ -54,6 +65,11 @@ public final class QnnPreflight {
     }
 
     public static Report check(Path model) {
+        return check(model, null);
+    }
+
+    /** As {@link #check(Path)}, and for a precision that quantizes activations, every float activation. */
+    public static Report check(Path model, Precision precision) {
         ModelProto m;
         try (InputStream in = Files.newInputStream(model)) {
             m = ModelProto.parseFrom(in);
@@ -63,10 +79,10 @@ public final class QnnPreflight {
         if (!m.hasGraph()) {
             throw new IllegalArgumentException(model + ": the file holds no graph (not an ONNX model)");
         }
-        return check(model.getFileName().toString(), m.getGraph());
+        return check(model.getFileName().toString(), m.getGraph(), precision);
     }
 
-    static Report check(String name, GraphProto g) {
+    static Report check(String name, GraphProto g, Precision precision) {
         Map<String, OpUse> ops = new TreeMap<>();
         for (NodeProto n : g.getNodeList()) {
             String key = n.getDomain() + "::" + n.getOpType();
@@ -97,7 +113,8 @@ public final class QnnPreflight {
                         + consumers.get(t.getName()).get(0) + ")");
             }
         }
-        return new Report(name, List.copyOf(ops.values()), dynamic, badTypes, weightBytes, GRAPH_WEIGHT_LIMIT_BYTES);
+        List<String> floats = precision != null && precision.quantizesActivations() ? ElementTypes.floatActivations(g) : List.of();
+        return new Report(name, List.copyOf(ops.values()), dynamic, badTypes, weightBytes, GRAPH_WEIGHT_LIMIT_BYTES, precision, floats);
     }
 
     private static void checkValues(String kind, List<ValueInfoProto> values, List<String> dynamic, List<String> badTypes) {

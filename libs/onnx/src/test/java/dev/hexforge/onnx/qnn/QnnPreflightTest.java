@@ -12,6 +12,7 @@ import org.junit.jupiter.api.io.TempDir;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -47,6 +48,52 @@ class QnnPreflightTest {
         assertTrue(all.contains("op Range"), all);
         assertTrue(all.contains("input input_ids dim 0 'batch_size'"), all);
         assertTrue(all.contains("input input_ids is int64"), all);
+    }
+
+    /**
+     * For a target that quantizes activations (w8a16), the float activations are found: today's static export
+     * (weight-only or float) has them from its first op on, while a graph whose every activation passes a Q / DQ
+     * pair is clean and the same graph with one activation left float fails naming it.
+     */
+    @Test
+    void aQuantizedTargetFindsEveryFloatActivation() throws Exception {
+        QnnPreflight.Report today = QnnPreflight.check(tmp.resolve("static/onnx/prompt.onnx"), Precision.W8A16);
+        assertFalse(today.clean());
+        assertTrue(today.floatActivations().contains("attention_mask") && today.floatActivations().size() > 100,
+                today.floatActivations().size() + ": " + today.floatActivations());
+        assertFalse(today.floatActivations().contains("input_ids") || today.floatActivations().contains("position_ids"), "ints");
+        assertTrue(String.join("", today.problems()).contains("fp16 with 16-bit weights"), today.problems().toString());
+        assertTrue(QnnPreflight.check(tmp.resolve("static/onnx/prompt.onnx"), Precision.W8).clean(), "weights only: as before");
+
+        assertTrue(QnnPreflight.check(tiny(false), Precision.W8A16).clean(), QnnPreflight.check(tiny(false), Precision.W8A16).problems().toString());
+        QnnPreflight.Report one = QnnPreflight.check(tiny(true), Precision.W8A16);
+        assertEquals(java.util.List.of("mm"), one.floatActivations());
+        assertFalse(one.clean());
+    }
+
+    /** x → Q → DQ → MatMul(DQ weights) → [Q → DQ] → Add(DQ bias) → Q → DQ → y; {@code leaveOne} skips the bracket. */
+    private static Path tiny(boolean leaveOne) throws Exception {
+        dev.hexforge.onnx.builder.GraphBuilder g = new dev.hexforge.onnx.builder.GraphBuilder("qdq", 17);
+        var F = dev.hexforge.onnx.proto.Onnx.TensorProto.DataType.FLOAT;
+        var U16 = dev.hexforge.onnx.proto.Onnx.TensorProto.DataType.UINT16;
+        var U8 = dev.hexforge.onnx.proto.Onnx.TensorProto.DataType.UINT8;
+        String x = g.input("x", F, 1L, 4L);
+        String scale = g.constFloat(new long[]{}, 0.01f);
+        String zp16 = g.inlineInitializer("zp16", U16, new long[]{}, new byte[]{0, (byte) 0x80});
+        String zp8 = g.inlineInitializer("zp8", U8, new long[]{}, new byte[]{(byte) 128});
+        String w = g.inlineInitializer("w", U8, new long[]{4, 4}, new byte[16]);
+        String xq = g.op("/in", "DequantizeLinear", java.util.List.of(g.op("/in", "QuantizeLinear", java.util.List.of(x, scale, zp16)), scale, zp16));
+        String wq = g.op("/w", "DequantizeLinear", java.util.List.of(w, scale, zp8));
+        String mm = g.opNamed("mm", "/mm", "MatMul", java.util.List.of(xq, wq));
+        String next = leaveOne ? mm : g.op("/mm", "DequantizeLinear", java.util.List.of(g.op("/mm", "QuantizeLinear", java.util.List.of(mm, scale, zp16)), scale, zp16));
+        String b = g.op("/b", "DequantizeLinear", java.util.List.of(g.inlineInitializer("b", U8, new long[]{4}, new byte[4]), scale, zp8));
+        String sum = g.op("/add", "Add", next, b);
+        String y = g.op("/out", "DequantizeLinear", java.util.List.of(g.op("/out", "QuantizeLinear", java.util.List.of(sum, scale, zp16)), scale, zp16));
+        g.rename(y, "y");
+        g.output("y", F, 1L, 4L);
+        Path f = tmp.resolve("qdq-" + leaveOne + ".onnx");
+        Files.write(f, g.build("test", "0", java.util.Map.of()).toByteArray());
+        return f;
     }
 
     @Test
