@@ -44,7 +44,9 @@ class StopTest {
     /** Runs the CLI in its own JVM in a fresh folder, sends {@code signal} once ONNX Runtime is loaded and {@code afterMs} more. */
     static Ended signalled(String signal, long afterMs, String... args) throws Exception {
         Path dir = Files.createTempDirectory(tmp, "run");
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        // env resets SIGINT to its default: a process started in the background by a script (CI's run) inherits SIGINT
+        // ignored, and a JVM leaves an ignored SIGINT ignored, as a terminal's Ctrl-C never reaches such a process
+        List<String> cmd = new ArrayList<>(List.of("env", "--default-signal=INT", Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--add-modules", "jdk.incubator.vector", "-Xmx1g", "-cp", System.getProperty("java.class.path"), Main.class.getName()));
         cmd.addAll(List.of(args));
         Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectOutput(dir.resolve("out.txt").toFile())
