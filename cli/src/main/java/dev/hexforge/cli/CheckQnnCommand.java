@@ -1,6 +1,7 @@
 package dev.hexforge.cli;
 
 import dev.hexforge.onnx.export.ExportInfo;
+import dev.hexforge.onnx.qnn.Precision;
 import dev.hexforge.onnx.qnn.QnnPreflight;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -35,7 +36,7 @@ final class CheckQnnCommand implements Callable<Integer> {
         } else {
             throw new IllegalArgumentException(target + " does not exist");
         }
-        dev.hexforge.onnx.qnn.Precision target = precision == null ? null : dev.hexforge.onnx.qnn.Precision.parse(precision);
+        Precision target = precision == null ? null : Precision.parse(precision);
         boolean clean = true;
         List<Map<String, Object>> reports = new ArrayList<>();
         for (Path g : graphs) {

@@ -109,6 +109,17 @@ class JobSpecTest {
         assertEquals("/a", JobSpecReader.read("{\"model\": \"/a\"}\n  \n", JobSpecReader.Format.JSON).model().path());
     }
 
+    /** finetune.chatFormat is one of its three names; anything else is a 400 naming the field, never a default. */
+    @Test
+    void theChatFormatIsOneOfItsNames() {
+        assertEquals("auto", JobSpecReader.read("{\"model\": \"/m\"}").finetune().chatFormat());
+        assertEquals("llama3", JobSpecReader.read("{\"model\": \"/m\", \"finetune\": {\"chatFormat\": \"llama3\"}}").finetune().chatFormat());
+        for (String bad : List.of("\"vicuna\"", "\"../../etc/passwd\"", "\"" + "x".repeat(100_000) + "\"", "1e309", "[\"chatml\"]", "{}")) {
+            List<String> p = problems("{\"model\": \"/m\", \"finetune\": {\"chatFormat\": " + bad + "}}");
+            assertTrue(String.join("", p).contains("finetune.chatFormat"), bad.substring(0, Math.min(20, bad.length())) + ": " + p);
+        }
+    }
+
     /** Names a person reads refuse what would disguise them: bidi overrides, zero-width characters, controls. */
     @Test
     void namesRefuseInvisibleAndDirectionCharacters() {

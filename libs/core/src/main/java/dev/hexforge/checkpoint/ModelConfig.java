@@ -165,6 +165,7 @@ public record ModelConfig(
                 c.path("max_position_embeddings").asInt(arch.defaultMaxPositions()),
                 ropeTheta, ropeScaling, c.path("rms_norm_eps").asDouble(1e-6),
                 c.path("tie_word_embeddings").asBoolean(false),
-                attentionBias, arch.hasQkNorm(), c.path("bos_token_id").asInt(-1), eos, c.path("torch_dtype").asText(c.path("dtype").asText("float32")));
+                attentionBias, arch.hasQkNorm(), c.path("bos_token_id").asInt(-1), eos,
+                c.path("torch_dtype").asText(c.path("dtype").asText("float32")));
     }
 }

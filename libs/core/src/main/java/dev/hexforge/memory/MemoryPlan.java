@@ -190,11 +190,6 @@ public final class MemoryPlan {
         return out;
     }
 
-    /** The heap this process can have at most. */
-    public static long available() {
-        return Runtime.getRuntime().maxMemory();
-    }
-
     /**
      * Refuses, before any work, a pass this process cannot hold: OUT_OF_MEMORY with both figures and what to do. What
      * it can hold is the heap's limit, or less where the machine's available memory or the container's limit cannot

@@ -7,8 +7,10 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
@@ -89,9 +91,11 @@ public record ChatTemplate(Format format, String defaultSystemPrompt) {
         if (template.contains(LLAMA3_HEADER)) {
             return new ChatTemplate(Format.LLAMA3, null);
         }
-        if (template.isEmpty() && hasSpecialToken(dir.resolve("tokenizer.json"), LLAMA3_HEADER)
-                && !hasSpecialToken(dir.resolve("tokenizer.json"), "<|im_start|>")) {
-            return new ChatTemplate(Format.LLAMA3, null);
+        if (template.isEmpty()) {
+            Set<String> special = specialTokens(dir.resolve("tokenizer.json"));
+            if (special.contains(LLAMA3_HEADER) && !special.contains("<|im_start|>")) {
+                return new ChatTemplate(Format.LLAMA3, null);
+            }
         }
         Matcher m = DEFAULT_SYSTEM.matcher(template);
         return new ChatTemplate(Format.CHATML, m.find() ? m.group(1) : null);
@@ -103,18 +107,16 @@ public record ChatTemplate(Format format, String defaultSystemPrompt) {
         return override == null || override == found.format ? found : new ChatTemplate(override, null);
     }
 
-    private static boolean hasSpecialToken(Path tokenizerJson, String token) {
+    /** The contents of the tokenizer's added tokens; none when there is no tokenizer.json. */
+    private static Set<String> specialTokens(Path tokenizerJson) {
         if (!Files.isRegularFile(tokenizerJson)) {
-            return false;
+            return Set.of();
         }
         try {
-            JsonNode added = new ObjectMapper().readTree(tokenizerJson.toFile()).path("added_tokens");
-            for (JsonNode t : added) {
-                if (token.equals(t.path("content").asText())) {
-                    return true;
-                }
-            }
-            return false;
+            Set<String> out = new HashSet<>();
+            new ObjectMapper().readTree(tokenizerJson.toFile()).path("added_tokens")
+                    .forEach(t -> out.add(t.path("content").asText()));
+            return out;
         } catch (IOException e) {
             throw new TokenizerException(tokenizerJson + ": not valid JSON: " + e.getMessage(), e);
         }

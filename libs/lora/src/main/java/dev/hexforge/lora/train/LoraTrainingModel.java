@@ -20,8 +20,9 @@ import java.util.SplittableRandom;
  * computed only for the rows that predict a target, in chunks, which bounds memory for large vocabularies.
  *
  * <p>Per layer, the forward keeps what the backward needs: the layer input, both norm outputs with their inverse
- * RMS, q and k before Qwen3's per-head norms with their inverse RMS, post-RoPE q and k, v, the attention probabilities, the attention output, gate and up, and for each adapter
- * its (dropped-out) input and {@code scale · A x}.
+ * RMS, q and k before Qwen3's per-head norms with their inverse RMS, post-RoPE q and k, v, the attention
+ * probabilities, the attention output, gate and up, and for each adapter its (dropped-out) input and
+ * {@code scale · A x}.
  */
 public final class LoraTrainingModel<A> {
     /** Logit values computed at once: bounds memory for large vocabularies (64 MB of float32, 110 rows of Qwen's). */

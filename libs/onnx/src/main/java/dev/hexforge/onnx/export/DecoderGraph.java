@@ -16,8 +16,9 @@ import java.util.Map;
 /**
  * Emits the ONNX graph of a Qwen2 / Llama / Qwen3 decoder from standard ops only (no contrib ops): Gemm linears on
  * a [tokens, hidden] residual stream, RMSNorm as Pow/ReduceMean/Add/Sqrt/Div (Qwen3's per-head q/k norms the same
- * over head_dim), RoPE from gathered cos/sin tables (Llama 3's scaling already in them) with Slice/Neg/Concat, grouped-query attention by folding each KV group's query heads into the sequence axis (so no
- * Expand of the cache), and an additive float mask.
+ * over head_dim), RoPE from gathered cos/sin tables (Llama 3's scaling already in them) with Slice/Neg/Concat,
+ * grouped-query attention by folding each KV group's query heads into the sequence axis (so no Expand of the cache),
+ * and an additive float mask.
  *
  * <p>Dynamic graphs take int64 ids and a 0/1 attention mask and return the whole cache; static graphs take int32
  * ids, a precomputed additive mask of shape [1, 1, seq, context], a past cache of context - seq positions, and

@@ -54,15 +54,7 @@ public final class LayerForward {
         int h = weight.length;
         float[] out = new float[x.length];
         for (int r = 0; r < rows; r++) {
-            double ss = 0;
-            for (int i = 0; i < h; i++) {
-                float v = x[r * h + i];
-                ss += (double) v * v;
-            }
-            float inv = (float) (1.0 / Math.sqrt((float) (ss / h) + (float) c.rmsNormEps()));
-            for (int i = 0; i < h; i++) {
-                out[r * h + i] = weight[i] * (x[r * h + i] * inv);
-            }
+            RmsNorm.row(x, r * h, weight, out, r * h, h, c.rmsNormEps());
         }
         return out;
     }
