@@ -22,21 +22,25 @@ final class CheckQnnCommand implements Callable<Integer> {
     @Option(names = "--json", description = "print one JSON object")
     boolean json;
     @Option(names = "--precision", description = "also hold the graphs to a target precision: w8a16, w4a16, w8a8 (every "
-            + "activation quantized, as the HTP runs them) or w8, w4 (weights only)")
+            + "activation quantized, as the HTP runs them) or w8, w4 (weights only); default for an export folder: the "
+            + "precision its export.json records")
     String precision;
 
     @Override
     public Integer call() {
         List<Path> graphs = new ArrayList<>();
+        String recorded = null;
         if (Files.isDirectory(target)) {
             ExportInfo info = ExportInfo.read(target);
             info.graphs().keySet().forEach(role -> graphs.add(info.graph(target, role)));
+            recorded = info.precision() == null || info.precision().equals("float") ? null : info.precision();
         } else if (Files.isRegularFile(target)) {
             graphs.add(target);
         } else {
             throw new IllegalArgumentException(target + " does not exist");
         }
-        Precision target = precision == null ? null : Precision.parse(precision);
+        String asked = precision != null ? precision : recorded;
+        Precision target = asked == null ? null : Precision.parse(asked);
         boolean clean = true;
         List<Map<String, Object>> reports = new ArrayList<>();
         for (Path g : graphs) {

@@ -63,6 +63,10 @@ final class QuantizeCommand implements Callable<Integer> {
     int evalTokens;
     @Option(names = "--max-delta-ppl", descriptionKey = "quantize.maxDeltaPpl")
     double maxDeltaPpl;
+    @Option(names = "--activations", descriptionKey = "quantize.activations")
+    String activations;
+    @Option(names = "--kv-bits", descriptionKey = "quantize.kvBits")
+    int kvBits;
     @Option(names = "--out", required = true)
     Path out;
     @Option(names = "--json", description = "print the report as one JSON object")
@@ -85,7 +89,8 @@ final class QuantizeCommand implements Callable<Integer> {
                     QuantizePass.head(head.toLowerCase(java.util.Locale.ROOT)),
                     new QuantizeOptions.Calibration(calibration, samples, calibLen, seed), new Gptq.Options(128, 0.01, actOrder),
                     eval != null ? eval : BundledData.evalText(bundled), window, evalTokens, maxDeltaPpl, autoKeep,
-                    dev.hexforge.client.GatewayClient.stateFolder().resolve("cache"));
+                    dev.hexforge.client.GatewayClient.stateFolder().resolve("cache"),
+                    QuantizePass.activations(activations, kvBits, export.export().variant().name()));
             r = QuantizePass.run(model, opt, out, (what, done, total) -> bar.update(what, done, 2 * total));
             if (r.passed()) {
                 exported = ExportPass.run(r.checkpoint(), export, export.format() == ExportPass.Format.BOTH ? out : out.resolve("onnx-model"),
@@ -106,7 +111,10 @@ final class QuantizeCommand implements Callable<Integer> {
                     .put("quantized_perplexity", rep.quantizedPerplexity()).put("delta_perplexity", rep.deltaPerplexity())
                     .put("greedy_agreement", rep.greedyAgreement()).put("outputs", outputs.stream().map(Path::toString).toList())
                     .put("checkpoint", r.checkpoint() == null ? null : r.checkpoint().toString())
-                    .put("report", out.resolve(QuantizePipeline.REPORT).toString()).put("worst_layers", rep.worstLayers()).print();
+                    .put("report", out.resolve(QuantizePipeline.REPORT).toString()).put("worst_layers", rep.worstLayers())
+                    .put("precision", rep.activations() == null ? null : rep.activations().precision())
+                    .put("full_perplexity", rep.activations() == null ? null : rep.activations().perplexity())
+                    .put("full_delta_perplexity", rep.activations() == null ? null : rep.activations().deltaPerplexity()).print();
         } else {
             System.out.printf("%s %s (embedding and head %s): %d tensors quantized, greedy agreement %.0f%%%n", rep.method(),
                     rep.spec(), rep.head(), rep.layers().size(), rep.greedyAgreement() * 100);
@@ -114,13 +122,23 @@ final class QuantizeCommand implements Callable<Integer> {
                 System.out.printf("perplexity %.4f -> %.4f (delta %.4f, limit %.4f)%n", rep.floatPerplexity(),
                         rep.quantizedPerplexity(), rep.deltaPerplexity(), rep.maxDeltaPerplexity());
             }
+            if (rep.activations() != null) {
+                QuantizationReport.Activations a = rep.activations();
+                System.out.printf("%s (the static graph with every activation quantized, KV cache %d-bit): perplexity %.4f -> %.4f "
+                        + "(delta %.4f), greedy agreement %.0f%%%n", a.precision(), a.kvBits(), rep.floatPerplexity(), a.perplexity(),
+                        a.deltaPerplexity(), a.greedyAgreement() * 100);
+            }
             outputs.forEach(o -> System.out.println("wrote " + o));
             System.out.println("report " + out.resolve(QuantizePipeline.REPORT));
         }
         if (!rep.gatePassed()) {
-            System.err.printf("hexforge: error: accuracy gate failed: perplexity rose by %.4f, more than the allowed %.4f; "
-                    + "worst layers: %s. No model was written; see %s%n", rep.deltaPerplexity(), rep.maxDeltaPerplexity(),
-                    rep.worstLayers(), out.resolve(QuantizePipeline.REPORT));
+            double rise = rep.activations() == null ? rep.deltaPerplexity()
+                    : Math.max(rep.deltaPerplexity(), rep.activations().deltaPerplexity());
+            System.err.printf("hexforge: error: accuracy gate failed: perplexity rose by %.4f%s, more than the allowed %.4f; "
+                    + "worst layers: %s. No model was written; see %s%n", rise,
+                    rep.activations() == null ? "" : " (weights only " + String.format("%.4f", rep.deltaPerplexity()) + ", "
+                            + rep.activations().precision() + " " + String.format("%.4f", rep.activations().deltaPerplexity()) + ")",
+                    rep.maxDeltaPerplexity(), rep.worstLayers(), out.resolve(QuantizePipeline.REPORT));
             return 1;
         }
         return 0;

@@ -12,6 +12,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Arrays;
 import java.util.stream.Collectors;
 
@@ -121,6 +122,46 @@ class CliTest {
         Run enc = run("eval", "ppl", "--model", Fixtures.qwen2Tiny().toString(), "--text", notUtf8.toString());
         assertTrue(enc.err().contains("not valid UTF-8"), enc.err());
         assertEquals(2, run("generate", "--model", "x").exit(), "usage error");
+    }
+
+    @Test
+    void aStaticQuantizeIsW8a16ByDefaultEveryActivationQuantizedAndFloatActivationsAreAskedFor() throws Exception {
+        Path full = tmp.resolve("w8a16");
+        Run r = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--out", full.toString(), "--encodings", "--json");
+        assertEquals(0, r.exit(), r.err());
+        assertEquals("w8a16", r.json().path("precision").asText());
+        assertTrue(r.json().path("full_delta_perplexity").asDouble() < 0.5, r.out());
+        Path export = full.resolve("onnx-model");
+        assertEquals("w8a16", JSON.readTree(export.resolve("export.json").toFile()).path("precision").asText());
+        assertTrue(Files.isRegularFile(full.resolve("checkpoint/activations.json")));
+        JsonNode enc = JSON.readTree(export.resolve("encodings.json").toFile());
+        assertEquals(16, enc.path("activation_encodings").path("hidden_states.1").path(0).path("bitwidth").asInt(),
+                "the converter's overrides carry every activation's encoding: " + enc.path("activation_encodings").size());
+        assertEquals(8, enc.path("activation_encodings").path("present.0.key").path(0).path("bitwidth").asInt());
+        Run check = run("check-qnn", export.toString(), "--json");
+        assertEquals(0, check.exit(), check.out());
+        assertEquals("w8a16", check.json().path("graphs").path(0).path("precision").asText(), "the recorded precision is checked");
+
+        Path weightsOnly = tmp.resolve("w8");
+        Run w = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--out", weightsOnly.toString(), "--activations", "float");
+        assertEquals(0, w.exit(), w.err());
+        assertEquals("w8", JSON.readTree(weightsOnly.resolve("onnx-model/export.json").toFile()).path("precision").asText());
+        Run notReady = run("check-qnn", weightsOnly.resolve("onnx-model").toString(), "--precision", "w8a16");
+        assertEquals(1, notReady.exit());
+        assertTrue(notReady.out().contains("fp16"), notReady.out());
+
+        Run badActs = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--out", tmp.resolve("a12").toString(), "--activations", "12");
+        assertEquals(1, badActs.exit());
+        assertTrue(badActs.err().contains("--activations: must be one of [auto, 16, 8, float], got '12'"), badActs.err());
+        Run badKv = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--out", tmp.resolve("kv12").toString(), "--kv-bits", "12");
+        assertEquals(1, badKv.exit());
+        assertTrue(badKv.err().contains("--kv-bits: must be one of [8, 16], got 12"), badKv.err());
+        Run keepHead = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--out", tmp.resolve("kh").toString(), "--head", "keep");
+        assertEquals(1, keepHead.exit());
+        assertTrue(keepHead.err().contains("w8a16: a float embedding and LM head cannot run beside quantized activations"), keepHead.err());
+        for (String dir : List.of("a12", "kv12", "kh")) {
+            assertFalse(Files.exists(tmp.resolve(dir)), dir);
+        }
     }
 
     @Test

@@ -44,6 +44,14 @@ public record FieldSpec(String name, Kind kind, Object defaultValue, String desc
         return new FieldSpec(name, Kind.INTEGER, def, doc, (double) min, (double) max, null, null, false);
     }
 
+    /** An integer that must be one of {@code allowed}. */
+    public static FieldSpec integerOneOf(String name, long def, String doc, long... allowed) {
+        long min = java.util.Arrays.stream(allowed).min().orElseThrow();
+        long max = java.util.Arrays.stream(allowed).max().orElseThrow();
+        return new FieldSpec(name, Kind.INTEGER, def, doc, (double) min, (double) max,
+                java.util.Arrays.stream(allowed).mapToObj(Long::toString).toList(), null, false);
+    }
+
     /** An integer whose default is a rule over other fields (stated in {@code doc}); absent stays absent. */
     public static FieldSpec integer(String name, long min, long max, String doc) {
         return new FieldSpec(name, Kind.INTEGER, null, doc, (double) min, (double) max, null, null, false);

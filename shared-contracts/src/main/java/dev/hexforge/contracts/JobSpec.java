@@ -52,7 +52,11 @@ public record JobSpec(int schemaVersion, String name, Input model, List<String> 
      */
     public record Quantize(String method, int bits, Integer group, Boolean symmetric, Input calibration,
                            int calibrationSamples, int calibrationLength, List<String> keep, String head, Auto auto,
-                           String format, int accuracyLevel, int evalTokens, double maxDeltaPpl) {
+                           String format, int accuracyLevel, int evalTokens, double maxDeltaPpl, String activations,
+                           int kvBits) {
+        /** 16-bit activations for a static export, float for a dynamic one. */
+        public static final String DEFAULT_ACTIVATIONS = "auto";
+
         /** The token embedding and LM head: int8 per channel unless asked otherwise (specs stored before the field). */
         public static final String DEFAULT_HEAD = "int8";
 

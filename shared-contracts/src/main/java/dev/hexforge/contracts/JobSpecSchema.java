@@ -18,6 +18,7 @@ import java.util.regex.Pattern;
 import static dev.hexforge.contracts.FieldSpec.bool;
 import static dev.hexforge.contracts.FieldSpec.input;
 import static dev.hexforge.contracts.FieldSpec.integer;
+import static dev.hexforge.contracts.FieldSpec.integerOneOf;
 import static dev.hexforge.contracts.FieldSpec.matching;
 import static dev.hexforge.contracts.FieldSpec.number;
 import static dev.hexforge.contracts.FieldSpec.object;
@@ -86,7 +87,13 @@ public final class JobSpecSchema {
                             + "activations, the fast path; 0 = float32, identical to the fake-quantized reference."),
                     integer("evalTokens", JobSpec.Quantize.DEFAULT_EVAL_TOKENS, 2, 10_000_000, "Gate: tokens of the evaluation text "
                             + "scored (its first windows of 128), on the float and the quantized model as ONNX Runtime runs them."),
-                    number("maxDeltaPpl", 0.5, 0, 1e9, "Gate: largest allowed perplexity rise.")),
+                    number("maxDeltaPpl", 0.5, 0, 1e9, "Gate: largest allowed perplexity rise."),
+                    oneOf("activations", JobSpec.Quantize.DEFAULT_ACTIVATIONS, "The static graph's activations: 16 (uint16, "
+                            + "the HTP's w8a16 / w4a16), 8 (uint8: w8a8), float (weights only: the HTP would run it in fp16); "
+                            + "auto is 16 for a static export and float for a dynamic one. Quantized activations are "
+                            + "calibrated on quantize.calibration and gated on the fully quantized graph.",
+                            "auto", "16", "8", "float"),
+                    integerOneOf("kvBits", 8, "KV cache bits when activations are quantized: 8 (as AI Hub ships) or 16.", 8, 16)),
             object("export", "ONNX export.",
                     oneOf("variant", "static", "static (NPU graphs) or dynamic (Hugging Face convention).", "static", "dynamic"),
                     integer("opset", 17, 17, 21, "ONNX opset (21 is used where INT4 needs it)."),
@@ -224,6 +231,8 @@ public final class JobSpecSchema {
                 long x = v.asLong();
                 if (x < f.min().longValue() || x > f.max().longValue()) {
                     problems.add(new Problem(p, range(f) + ", got " + x));
+                } else if (f.allowed() != null && !f.allowed().contains(Long.toString(x))) {
+                    problems.add(new Problem(p, "must be one of " + f.allowed() + ", got " + x));
                 }
                 return v;
             }
@@ -466,6 +475,10 @@ public final class JobSpecSchema {
                 }
                 if (f.max() != null) {
                     n.set("maximum", f.kind() == FieldSpec.Kind.INTEGER ? NODES.numberNode(f.max().longValue()) : NODES.numberNode(f.max()));
+                }
+                if (f.allowed() != null) {
+                    ArrayNode en = n.putArray("enum");
+                    f.allowed().forEach(a -> en.add(Long.parseLong(a)));
                 }
             }
             case BOOLEAN -> n.put("type", "boolean");

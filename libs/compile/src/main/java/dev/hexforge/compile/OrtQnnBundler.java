@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.export.Variant;
+import dev.hexforge.onnx.qnn.Precision;
 import dev.hexforge.onnx.qnn.QnnPreflight;
 
 import java.io.IOException;
@@ -49,7 +50,7 @@ public final class OrtQnnBundler {
         Map<String, GraphIo> io = new LinkedHashMap<>();
         for (Map.Entry<String, String> g : info.graphs().entrySet()) {
             Path graph = export.resolve(g.getValue());
-            QnnPreflight.Report r = QnnPreflight.check(graph);
+            QnnPreflight.Report r = QnnPreflight.check(graph, precision(info));
             preflight.put(g.getKey(), r);
             if (!r.clean()) {
                 boolean tooBig = r.weightBytes() > r.weightLimitBytes();
@@ -110,6 +111,14 @@ public final class OrtQnnBundler {
         return root;
     }
 
+    /** The precision an export says its graphs are in, held to by the pre-flight; null for float or older exports. */
+    static Precision precision(ExportInfo info) {
+        if (info.precision() == null || info.precision().equals("float")) {
+            return null;
+        }
+        return Precision.parse(info.precision());
+    }
+
     private static ObjectNode manifest(ExportInfo info, Soc soc, Map<String, GraphIo> io, Map<String, QnnPreflight.Report> pre,
                                        ObjectNode provider) {
         ObjectNode m = JSON.createObjectNode();
@@ -134,6 +143,7 @@ public final class OrtQnnBundler {
         });
         boolean qdq = pre.values().stream().anyMatch(r -> r.ops().stream().anyMatch(o -> o.opType().equals("DequantizeLinear")));
         m.put("linearFormat", qdq ? "qdq" : "float");
+        m.put("precision", info.precision());
         m.put("source", info.source());
         m.set("providerOptions", provider);
         m.putObject("sessionConfig").put("session.disable_cpu_ep_fallback", "1");

@@ -47,7 +47,7 @@ class CompileTest {
             qm = QuantizedModel.rtn(ckpt, QuantSpec.int8PerChannel(), List.of());
             staticExport = tmp.resolve("static");
             DecoderExporter.export(ckpt, staticExport, ExportOptions.staticShapes(64, 256), new QdqFormat(qm), Progress.NONE);
-            AimetEncodings.write(qm, List.of(), staticExport.resolve(AimetEncodings.FILE));
+            AimetEncodings.write(qm, List.of(), null, staticExport.resolve(AimetEncodings.FILE));
             dynamicExport = tmp.resolve("dynamic");
             DecoderExporter.export(ckpt, dynamicExport, ExportOptions.dynamic(), new QdqFormat(qm), Progress.NONE);
         }

@@ -13,6 +13,8 @@ import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.export.ExportOptions;
 import dev.hexforge.onnx.export.LinearFormat;
 import dev.hexforge.onnx.export.Variant;
+import dev.hexforge.onnx.qdq.ActivationEncodings;
+import dev.hexforge.onnx.qdq.Activations;
 import dev.hexforge.progress.Progress;
 import dev.hexforge.quant.AimetEncodings;
 import dev.hexforge.quant.QuantizedCheckpoint;
@@ -100,17 +102,22 @@ public final class ExportPass {
                 report.put("graphs", info.graphs());
             } else {
                 qm = QuantizedCheckpoint.read(ckpt);
+                // the quantize pass's calibrated activation ranges: a static QDQ export is then fully quantized
+                ActivationEncodings act = o.export().variant() == Variant.STATIC
+                        ? ActivationEncodings.read(model.resolve(ActivationEncodings.FILE)) : null;
+                int weightBits = qm.linears().values().iterator().next().spec().bits();
+                report.put("precision", act == null ? Activations.FLOAT.precision(weightBits) : act.settings().precision(weightBits));
                 List<Format> formats = o.format() == Format.BOTH ? List.of(Format.QDQ, Format.MATMULNBITS) : List.of(o.format());
                 for (int i = 0; i < formats.size(); i++) {
                     Format f = formats.get(i);
                     Path dir = formats.size() == 1 ? out : out.resolve(f.id());
                     LinearFormat lf = f == Format.QDQ ? new QdqFormat(qm) : new MatMulNBitsFormat(qm, o.accuracyLevel());
                     int part = i;
-                    ExportInfo info = DecoderExporter.export(ckpt, dir, o.export(), lf,
+                    ExportInfo info = DecoderExporter.export(ckpt, dir, o.export(), lf, f == Format.QDQ ? act : null,
                             (what, done, total) -> progress.update(what, part * total + done, formats.size() * total));
                     if (f == Format.QDQ && o.encodings()) {
                         if (AimetEncodings.supports(qm)) {
-                            AimetEncodings.write(qm, List.of(), dir.resolve(AimetEncodings.FILE));
+                            AimetEncodings.write(qm, List.of(), act, dir.resolve(AimetEncodings.FILE));
                         } else {
                             warnings.add("no " + AimetEncodings.FILE + " for the QNN converter: AIMET encodings 0.5.0 have no "
                                     + "block encodings, so only per-channel specs (group 0, an int8 head) can be written");

@@ -3,6 +3,8 @@ package dev.hexforge.pass;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.memory.MemoryPlan;
+import dev.hexforge.onnx.export.Variant;
+import dev.hexforge.onnx.qdq.Activations;
 import dev.hexforge.progress.Progress;
 import dev.hexforge.quant.QuantSpec;
 import dev.hexforge.quant.QuantizationReport;
@@ -29,6 +31,12 @@ public final class QuantizePass {
 
         /** What a user reads when the gate failed: the rise, the limit and the worst layers. */
         public String gateMessage() {
+            QuantizationReport.Activations a = report.activations();
+            if (a != null && a.deltaPerplexity() > report.deltaPerplexity()) {
+                return String.format("%s perplexity rose by %.4f (%.4f -> %.4f; weights only: %.4f), more than the allowed %.4f; "
+                                + "worst layers: %s", a.precision(), a.deltaPerplexity(), report.floatPerplexity(), a.perplexity(),
+                        report.deltaPerplexity(), report.maxDeltaPerplexity(), report.worstLayers());
+            }
             return String.format("perplexity rose by %.4f (%.4f -> %.4f), more than the allowed %.4f; worst layers: %s",
                     report.deltaPerplexity(), report.floatPerplexity(), report.quantizedPerplexity(), report.maxDeltaPerplexity(),
                     report.worstLayers());
@@ -68,11 +76,20 @@ public final class QuantizePass {
      *
      * @param cache where the float model's gate scores are kept between runs, or null
      */
-    public static QuantizeOptions options(JobSpec.Quantize q, Path calibration, Path evalText, Path cache) {
+    public static QuantizeOptions options(JobSpec spec, Path calibration, Path evalText, Path cache) {
+        JobSpec.Quantize q = spec.quantize();
         return new QuantizeOptions(q.method(), spec(q.bits(), q.group(), q.symmetric()), q.keep(), head(q.headOrDefault()),
                 new QuantizeOptions.Calibration(calibration, q.calibrationSamples(), q.calibrationLength(), 0),
                 Gptq.Options.defaults(), evalText, EVAL_WINDOW, q.evalTokensOrDefault(), q.maxDeltaPpl(),
-                q.auto().maxExtraBytesPercent(), cache);
+                q.auto().maxExtraBytesPercent(), cache, activations(q.activations(), q.kvBits(), spec.export().variant()));
+    }
+
+    /**
+     * The static graph's activations from {@code quantize.activations} and {@code quantize.kvBits}: auto is 16 bits
+     * for a static export and float for a dynamic one; a kvBits of 0 (specs stored before the field) is the default.
+     */
+    public static Activations activations(String activations, int kvBits, String variant) {
+        return Activations.parse(activations, kvBits == 0 ? null : kvBits, Variant.parse(variant) == Variant.STATIC);
     }
 
     /** Quantizes {@code model} into {@code out}: the report, and the checkpoint when the gate passed. */

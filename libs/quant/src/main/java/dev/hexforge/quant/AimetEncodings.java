@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.checkpoint.TensorNames.Linear;
+import dev.hexforge.onnx.qdq.ActivationEncodings;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -17,7 +18,7 @@ import java.util.List;
  * The quantization parameters as QNN quantization overrides (AIMET encodings, version 0.5.0) for
  * {@code qnn-onnx-converter --quantization_overrides}: one entry per output channel of every quantized linear,
  * keyed by the weight's tensor name in the export (the quantized embedding and LM head too), and {@code {"dtype": "float", "bitwidth": 16}} for linears kept in
- * float. Activation ranges are left to the converter's calibration. Version 0.5.0 has no block encodings, so only
+ * float; and, for a fully quantized graph, every activation's calibrated encoding by tensor name. Version 0.5.0 has no block encodings, so only
  * per-channel specs can be written; {@link #supports} says so.
  */
 public final class AimetEncodings {
@@ -33,13 +34,28 @@ public final class AimetEncodings {
     }
 
     public static ObjectNode of(QuantizedModel qm, List<String> keep) {
+        return of(qm, keep, null);
+    }
+
+    /** With {@code activations}, every activation's calibrated encoding too (the converter then needs no input list). */
+    public static ObjectNode of(QuantizedModel qm, List<String> keep, ActivationEncodings activations) {
         if (!supports(qm)) {
             throw new QuantizationException("AIMET encodings 0.5.0 cannot express groups of columns; quantize per channel "
                     + "(group 0), with an int8 head, for the QNN converter path");
         }
         ObjectNode root = JSON.createObjectNode();
         root.put("version", "0.5.0");
-        root.putObject("activation_encodings");
+        ObjectNode acts = root.putObject("activation_encodings");
+        if (activations != null) {
+            new java.util.TreeMap<>(activations.tensors()).forEach((name, e) -> acts.putArray(name).addObject()
+                    .put("bitwidth", e.bits())
+                    .put("dtype", "int")
+                    .put("is_symmetric", "False")
+                    .put("min", e.min())
+                    .put("max", e.max())
+                    .put("scale", e.scale())
+                    .put("offset", -e.zeroPoint()));
+        }
         ObjectNode params = root.putObject("param_encodings");
         ModelConfig c = qm.config();
         for (int l = 0; l < c.numLayers(); l++) {
@@ -75,9 +91,9 @@ public final class AimetEncodings {
         }
     }
 
-    public static void write(QuantizedModel qm, List<String> keep, Path file) {
+    public static void write(QuantizedModel qm, List<String> keep, ActivationEncodings activations, Path file) {
         try {
-            JSON.writeValue(file.toFile(), of(qm, keep));
+            JSON.writeValue(file.toFile(), of(qm, keep, activations));
         } catch (IOException e) {
             throw new UncheckedIOException("writing " + file + ": " + e.getMessage(), e);
         }

@@ -16,14 +16,29 @@ import java.util.List;
  * @param greedyAgreement fraction of the scored positions where the float and the quantized model's greedy (top-1)
  *                        next tokens agree, teacher-forced on the gate's windows
  * @param scoredTokens    positions the gate scored
- * @param gatePassed      ΔPPL within the limit (true when no text was given)
+ * @param gatePassed      ΔPPL within the limit (true when no text was given); with quantized activations, both the
+ *                        weight-only and the fully quantized graph's
+ * @param activations     the fully quantized static graph's calibration and accuracy; null when activations stay float
  */
 public record QuantizationReport(String method, String spec, String head, List<String> kept, CoverageReport calibration,
                                  List<String> warnings, List<LayerReport> layers, List<Awq.GroupError> awqGroups,
                                  SensitivityScan.Result sensitivity, Double floatPerplexity,
                                  Double quantizedPerplexity, Double deltaPerplexity, double maxDeltaPerplexity,
                                  boolean gatePassed, double greedyAgreement, long scoredTokens, List<String> worstLayers,
-                                 double seconds) {
+                                 Activations activations, double seconds) {
+
+    /**
+     * The static graph as the HTP runs it: every activation quantized at its calibrated encoding, scored by ONNX
+     * Runtime on this CPU (which runs Q / DQ as fake quantization) on the gate's windows.
+     *
+     * @param precision          as AI Hub names it: w8a16, w4a16, w8a8...
+     * @param rangeMethod        how each kind of tensor's range was chosen
+     * @param calibrationChunks  chunks of calibration text the ranges were measured on
+     * @param deltaPerplexity    the rise over the float model (compare {@code deltaPerplexity}, the weight-only rise)
+     */
+    public record Activations(String precision, int activationBits, int kvBits, String rangeMethod, int calibrationChunks,
+                              double calibrationSeconds, double perplexity, double deltaPerplexity, double greedyAgreement) {
+    }
 
     /**
      * @param relativeError    ‖W − W'‖ / ‖W‖

@@ -1,5 +1,6 @@
 package dev.hexforge.quant;
 
+import dev.hexforge.onnx.qdq.Activations;
 import dev.hexforge.quant.gptq.Gptq;
 
 import java.nio.file.Path;
@@ -19,11 +20,13 @@ import java.util.List;
  * @param cache        where the float model's gate scores are kept between runs (keyed by the model's digest); null: none
  * @param autoKeepPercent automatic mixed precision: keep the most sensitive linears in float while the extra bytes
  *                     stay within this percentage of the quantized linears (0: off; needs calibration data)
+ * @param activations  the static graph's activations: calibrated and gated when quantized (needs calibration data,
+ *                     a quantized head, no linear kept in float); null or float: weights only
  */
 public record QuantizeOptions(String method, QuantSpec spec, List<String> keep, QuantSpec head, Calibration calibration,
                               Gptq.Options gptq,
                               Path evalText, int evalWindow, int evalTokens, double maxDeltaPpl, double autoKeepPercent,
-                              Path cache) {
+                              Path cache, Activations activations) {
     public static final double DEFAULT_MAX_DELTA_PPL = 0.5;
 
     /** N samples of at most L tokens from a JSONL file, chosen with a seed. */
@@ -55,6 +58,23 @@ public record QuantizeOptions(String method, QuantSpec spec, List<String> keep, 
         }
         if (gptq == null) {
             gptq = Gptq.Options.defaults();
+        }
+        if (activations == null) {
+            activations = Activations.FLOAT;
+        }
+        if (activations.quantized()) {
+            String a = activations.precision(spec.bits());
+            if (calibration == null) {
+                throw new QuantizationException(a + " needs calibration data for the activation ranges: give --calib FILE");
+            }
+            if (head == null) {
+                throw new QuantizationException(a + ": a float embedding and LM head cannot run beside quantized activations on "
+                        + "the HTP; quantize them (head int8 or int4) or keep activations float");
+            }
+            if (!keep.isEmpty() || autoKeepPercent > 0) {
+                throw new QuantizationException(a + ": linears kept in float (keep, auto-keep) cannot run beside quantized "
+                        + "activations on the HTP; quantize every linear or keep activations float");
+            }
         }
     }
 }

@@ -15,6 +15,8 @@ import dev.hexforge.quant.gate.OnnxScoring;
 import dev.hexforge.quant.onnx.MatMulNBitsFormat;
 import dev.hexforge.quant.onnx.QdqFormat;
 import dev.hexforge.quant.awq.Awq;
+import dev.hexforge.onnx.qdq.ActivationEncodings;
+import dev.hexforge.quant.calib.ActivationCalibration;
 import dev.hexforge.quant.calib.CalibrationSet;
 import dev.hexforge.quant.calib.CoverageReport;
 import dev.hexforge.quant.calib.LayerSource;
@@ -68,7 +70,8 @@ public final class QuantizePipeline {
         CalibrationSet set = null;
         try (Tokenizer tok = Tokenizer.load(ckpt.dir())) {
             text = opt.evalText() != null ? gateText(opt.evalText(), tok, opt, ckpt) : bundledGateText(tok, opt, ckpt);
-            if (opt.calibration() != null && (!opt.method().equals("rtn") || opt.autoKeepPercent() > 0)) {
+            if (opt.calibration() != null && (!opt.method().equals("rtn") || opt.autoKeepPercent() > 0
+                    || opt.activations().quantized())) {
                 QuantizeOptions.Calibration cal = opt.calibration();
                 set = CalibrationSet.load(cal.file(), tok, cal.samples(),
                         Math.min(cal.length(), ckpt.config().maxPositionEmbeddings()), cal.seed());
@@ -158,6 +161,20 @@ public final class QuantizePipeline {
                 .map(e -> layerReport(e.getKey(), ckpt.floats(e.getKey()), e.getValue(), outputErrors.get(e.getKey())))
                 .toList();
 
+        ActivationEncodings activations = null;
+        double calibrationSeconds = 0;
+        if (opt.activations().quantized()) {
+            long c0 = System.nanoTime();
+            Path graphs = scratch.resolve("calibration");
+            try {
+                activations = ActivationCalibration.run(ckpt, new QdqFormat(qm), set.sequences(), ActivationCalibration.DEFAULT_CHUNKS,
+                        opt.activations(), graphs, progress);
+            } finally {
+                Folders.deleteQuietly(graphs);
+            }
+            calibrationSeconds = (System.nanoTime() - c0) / 1e9;
+        }
+
         progress.update("evaluate", 1, 3);
         LinearFormat shipped = MatMulNBitsFormat.runs(qm) ? new MatMulNBitsFormat(qm, MatMulNBitsFormat.INT8_ACTIVATIONS)
                 : new QdqFormat(qm);
@@ -168,9 +185,13 @@ public final class QuantizePipeline {
         Background<Void> writing = Background.run("hexforge-checkpoint-writer",
                 () -> QuantizedCheckpoint.write(ckpt, written, opt.method(), pending));
         Perplexity.Scored quant;
+        Perplexity.Scored full = null;
         Perplexity.Scored fp;
         try {
             quant = OnnxScoring.score(ckpt, shipped, text, scratch.resolve("quantized"));
+            if (activations != null) {
+                full = OnnxScoring.scoreStatic(ckpt, new QdqFormat(qm), activations, text, scratch.resolve("full"));
+            }
             fp = baseline.scores();
         } finally {
             // a failed gate still waits for the writer, so the scratch folder is deleted with nothing writing into it
@@ -179,19 +200,29 @@ public final class QuantizePipeline {
         double fpPpl = fp.result().perplexity();
         double qPpl = quant.result().perplexity();
         double delta = qPpl - fpPpl;
-        boolean passed = delta <= opt.maxDeltaPpl();
+        QuantizationReport.Activations fullReport = null;
+        if (full != null) {
+            fullReport = new QuantizationReport.Activations(opt.activations().precision(opt.spec().bits()),
+                    opt.activations().bits(), opt.activations().kvBits(), activations.rangeMethod(),
+                    activations.calibrationSequences(), calibrationSeconds, full.result().perplexity(),
+                    full.result().perplexity() - fpPpl, full.agreement(fp));
+        }
+        boolean passed = delta <= opt.maxDeltaPpl() && (fullReport == null || fullReport.deltaPerplexity() <= opt.maxDeltaPpl());
         List<String> worst = layers.stream().sorted(Comparator.comparingDouble(QuantizationReport.LayerReport::relativeError).reversed())
                 .limit(5).map(l -> l.name() + String.format(" (rel. error %.4f)", l.relativeError())).toList();
         Path checkpoint = out.resolve(CHECKPOINT);
         if (passed) {
             progress.update("write", 2, 3);
             writing.join();
+            if (activations != null) {
+                activations.write(pending.resolve(ActivationEncodings.FILE));
+            }
             Files.move(pending, checkpoint, StandardCopyOption.ATOMIC_MOVE);
         }
         QuantizationReport report = new QuantizationReport(opt.method(), opt.spec().describe(),
                 opt.head() == null ? "float" : opt.head().describe(), keep, coverage,
                 warnings, layers, awqGroups, scan, fpPpl, qPpl, delta, opt.maxDeltaPpl(), passed, quant.agreement(fp),
-                fp.result().scoredTokens(), worst, (System.nanoTime() - t0) / 1e9);
+                fp.result().scoredTokens(), worst, fullReport, (System.nanoTime() - t0) / 1e9);
         JSON.writeValue(out.resolve(REPORT).toFile(), report);
         progress.update("done", 3, 3);
         return new Result(report, passed ? checkpoint : null);

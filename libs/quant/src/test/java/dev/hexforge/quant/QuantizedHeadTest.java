@@ -206,7 +206,7 @@ class QuantizedHeadTest {
         Path out = tmp.resolve("pass-int4");
         try (Checkpoint ckpt = Checkpoint.open(Fixtures.qwen2Tiny())) {
             QuantizeOptions opt = new QuantizeOptions("rtn", QuantSpec.int4Group128(), List.of(), QuantSpec.int8PerChannel(),
-                    null, null, Fixtures.root().resolve("corpus/eval.txt"), 128, Integer.MAX_VALUE, 0.5, 0, null);
+                    null, null, Fixtures.root().resolve("corpus/eval.txt"), 128, Integer.MAX_VALUE, 0.5, 0, null, null);
             QuantizationReport r = QuantizePipeline.run(ckpt, opt, out, Progress.NONE).report();
             assertEquals("int8 sym per-channel", r.head());
             double reference = Fixtures.json(Fixtures.reference("perplexity.json")).path("results").path("float32")
@@ -215,7 +215,7 @@ class QuantizedHeadTest {
             double rise = r.quantizedPerplexity() / r.floatPerplexity() - 1;
             assertTrue(rise > 0 && rise <= 0.005, "int4 linears + int8 head: perplexity rose by " + rise * 100 + "%");
             QuantizeOptions floatHead = new QuantizeOptions("rtn", QuantSpec.int4Group128(), List.of(), null,
-                    null, null, Fixtures.root().resolve("corpus/eval.txt"), 128, Integer.MAX_VALUE, 0.5, 0, null);
+                    null, null, Fixtures.root().resolve("corpus/eval.txt"), 128, Integer.MAX_VALUE, 0.5, 0, null, null);
             QuantizationReport f = QuantizePipeline.run(ckpt, floatHead, tmp.resolve("pass-int4-float-head"), Progress.NONE).report();
             assertTrue(r.quantizedPerplexity() - f.quantizedPerplexity() <= reference * 1e-3,
                     "the int8 head's own cost: " + f.quantizedPerplexity() + " -> " + r.quantizedPerplexity());
@@ -242,7 +242,7 @@ class QuantizedHeadTest {
         Path out = tmp.resolve("pass-keep");
         try (Checkpoint ckpt = Checkpoint.open(Fixtures.qwen2Tiny())) {
             QuantizeOptions opt = new QuantizeOptions("rtn", QuantSpec.int8PerChannel(), List.of(), null,
-                    null, null, null, 128, 1024, 0.5, 0, null);
+                    null, null, null, 128, 1024, 0.5, 0, null, null);
             QuantizationReport r = QuantizePipeline.run(ckpt, opt, out, Progress.NONE).report();
             assertEquals("float", r.head());
         }

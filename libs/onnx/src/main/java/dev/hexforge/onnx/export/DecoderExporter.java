@@ -9,6 +9,8 @@ import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.io.Folders;
 import dev.hexforge.onnx.proto.Onnx.ModelProto;
+import dev.hexforge.onnx.qdq.ActivationEncodings;
+import dev.hexforge.onnx.qdq.ActivationQdq;
 import dev.hexforge.progress.Progress;
 
 import java.io.IOException;
@@ -33,6 +35,8 @@ import java.util.Map;
  */
 public final class DecoderExporter {
     public static final String WEIGHTS = "model.onnx_data";
+    /** The value a static caller puts in masked attention_mask entries (export.json's maskNegative). */
+    public static final float MASK_NEGATIVE = DecoderGraph.MASK_NEGATIVE;
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
     private DecoderExporter() {
@@ -44,6 +48,16 @@ public final class DecoderExporter {
 
     /** Exports with the linears stored and computed as {@code format} says (float, QDQ, MatMulNBits). */
     public static ExportInfo export(Checkpoint ckpt, Path out, ExportOptions opt, LinearFormat format, Progress progress) {
+        return export(ckpt, out, opt, format, null, progress);
+    }
+
+    /**
+     * As {@link #export(Checkpoint, Path, ExportOptions, LinearFormat, Progress)}; with {@code activations}, a static
+     * export's graphs are fully quantized ({@link ActivationQdq}: every activation at its calibrated encoding). A
+     * dynamic export ignores them: the CPU graph keeps float activations.
+     */
+    public static ExportInfo export(Checkpoint ckpt, Path out, ExportOptions opt, LinearFormat format,
+                                    ActivationEncodings activations, Progress progress) {
         if (!Folders.isMissingOrEmpty(out)) {
             throw new ExportException(out + " already exists and is not empty; choose another --out or remove it");
         }
@@ -56,7 +70,7 @@ public final class DecoderExporter {
             throw new ExportException("cannot create a working folder next to " + out + ": " + e.getMessage(), e);
         }
         try {
-            ExportInfo info = writeInto(ckpt, tmp, opt, format, progress);
+            ExportInfo info = writeInto(ckpt, tmp, opt, format, activations, progress);
             Files.deleteIfExists(out);
             Files.move(tmp, out, StandardCopyOption.ATOMIC_MOVE);
             return info;
@@ -69,16 +83,21 @@ public final class DecoderExporter {
         }
     }
 
-    private static ExportInfo writeInto(Checkpoint ckpt, Path dir, ExportOptions opt, LinearFormat format, Progress progress)
-            throws IOException {
+    private static ExportInfo writeInto(Checkpoint ckpt, Path dir, ExportOptions opt, LinearFormat format,
+                                        ActivationEncodings activations, Progress progress) throws IOException {
         ModelConfig c = ckpt.config();
-        int opset = Math.max(opt.opset(), format.minOpset());
-        Path onnxDir = Files.createDirectories(dir.resolve("onnx"));
         boolean isStatic = opt.variant() == Variant.STATIC;
+        ActivationEncodings act = isStatic ? activations : null;
+        int opset = Math.max(Math.max(opt.opset(), format.minOpset()), act != null ? ActivationQdq.OPSET : 0);
+        Path onnxDir = Files.createDirectories(dir.resolve("onnx"));
         int ropePositions = isStatic ? opt.contextLength() : c.maxPositionEmbeddings();
         WeightFile weights = WeightFile.write(ckpt, onnxDir.resolve(WEIGHTS), ropePositions, format, progress);
-        Map<String, String> meta = Map.of("hexforge.variant", opt.variant().name().toLowerCase(),
-                "hexforge.source", ckpt.name());
+        Map<String, String> meta = new LinkedHashMap<>(Map.of("hexforge.variant", opt.variant().name().toLowerCase(),
+                "hexforge.source", ckpt.name()));
+        if (act != null) {
+            meta.put("hexforge.activations", act.settings().id());
+            meta.put("hexforge.kv_bits", Integer.toString(act.settings().kvBits()));
+        }
         Map<String, String> graphs = new LinkedHashMap<>();
         if (isStatic) {
             List<GraphParts.Part> parts = GraphParts.plan(c, weights, opt.maxGraphBytes());
@@ -87,8 +106,11 @@ public final class DecoderExporter {
                 for (int p = 0; p < parts.size(); p++) {
                     String role = parts.size() == 1 ? kind : kind + "." + p;
                     String file = (parts.size() == 1 ? kind : kind + "_part" + p) + ".onnx";
-                    writeModel(DecoderGraph.fixedPart(c, weights, format, opset, seq, opt.contextLength(), role, meta, parts.get(p)),
-                            onnxDir.resolve(file));
+                    ModelProto graph = DecoderGraph.fixedPart(c, weights, format, opset, seq, opt.contextLength(), role, meta, parts.get(p));
+                    if (act != null) {
+                        graph = ActivationQdq.apply(graph, act.tensors(), name -> readFloats(onnxDir, weights.get(name)));
+                    }
+                    writeModel(graph, onnxDir.resolve(file));
                     graphs.put(role, "onnx/" + file);
                 }
             }
@@ -110,9 +132,59 @@ public final class DecoderExporter {
                 isStatic ? opt.promptLength() : 0, isStatic ? opt.contextLength() : 0, DecoderGraph.MASK_NEGATIVE,
                 c.numLayers(), c.numKvHeads(), c.headDim(), c.vocabSize(), c.maxPositionEmbeddings(), c.eosTokenIds(),
                 ckpt.name(), c.tieWordEmbeddings() ? 0 : GraphParts.bytes(weights.stored(), TensorNames.EMBED),
-                isStatic ? null : DecoderGraph.LOGITS_FROM, ExportInfo.HEXFORGE_VERSION);
+                isStatic ? null : DecoderGraph.LOGITS_FROM, ExportInfo.HEXFORGE_VERSION, precision(format, act));
         info.write(dir);
         return info;
+    }
+
+    /**
+     * Calibration graphs: the weights into {@code dir/onnx/model.onnx_data} and one static prompt graph of
+     * {@code seq} tokens over {@code context} positions per decoder layer (the first with the embedding, the last with
+     * the final norm and head), each returning every float activation as an output under its name in the full
+     * graphs. In layer order.
+     */
+    public static List<Path> writeCalibrationParts(Checkpoint ckpt, Path dir, LinearFormat format, int seq, int context,
+                                                   Progress progress) throws IOException {
+        ModelConfig c = ckpt.config();
+        int opset = Math.max(Math.max(ExportOptions.DEFAULT_OPSET, format.minOpset()), ActivationQdq.OPSET);
+        Path onnxDir = Files.createDirectories(dir.resolve("onnx"));
+        WeightFile weights = WeightFile.write(ckpt, onnxDir.resolve(WEIGHTS), context, format, progress);
+        List<Path> parts = new java.util.ArrayList<>();
+        for (int l = 0; l < c.numLayers(); l++) {
+            GraphParts.Part part = new GraphParts.Part(l, l + 1, l == c.numLayers() - 1);
+            ModelProto graph = DecoderGraph.fixedPart(c, weights, format, opset, seq, context, "calibration." + l, Map.of(), part);
+            Path file = onnxDir.resolve("calibration_layer" + l + ".onnx");
+            writeModel(ActivationQdq.withOutputs(graph, ActivationQdq.activations(graph.getGraph())), file);
+            parts.add(file);
+        }
+        return parts;
+    }
+
+    private static String precision(LinearFormat format, ActivationEncodings act) {
+        int bits = format.weightBits();
+        if (bits == 0) {
+            return "float";
+        }
+        return act == null ? "w" + bits : act.settings().precision(bits);
+    }
+
+    /** A float32 tensor of the weights file. */
+    private static float[] readFloats(Path onnxDir, WeightFile.Stored s) {
+        var loc = s.location();
+        try (var ch = java.nio.channels.FileChannel.open(onnxDir.resolve(loc.file()))) {
+            java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(Math.toIntExact(loc.length())).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+            while (b.hasRemaining()) {
+                if (ch.read(b, loc.offset() + b.position()) < 0) {
+                    throw new IOException("weights file ends before " + s.name());
+                }
+            }
+            b.flip();
+            float[] v = new float[b.remaining() / 4];
+            b.asFloatBuffer().get(v);
+            return v;
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException("reading " + s.name() + ": " + e.getMessage(), e);
+        }
     }
 
     /** transformers.js loads {@code onnx/model.onnx_data} only when config.json says the weights are external. */

@@ -151,7 +151,9 @@ final class DecoderGraph {
             x = layer(i, x, pastKv[i]);
         }
         if (!last) {
-            g.rename(x, GraphParts.hidden(toLayer));
+            if (!x.equals(GraphParts.hidden(toLayer))) {
+                g.rename(x, GraphParts.hidden(toLayer));
+            }
             g.output(GraphParts.hidden(toLayer), DataType.FLOAT, (long) seq, (long) c.hiddenSize());
             presents();
             return g.build("hexforge", ExportInfo.HEXFORGE_VERSION, metadata);
@@ -227,7 +229,8 @@ final class DecoderGraph {
         String up = linear(s + "/mlp/up_proj", h2, i, Linear.UP);
         String silu = g.op(s + "/mlp/act", "Mul", gate, g.op(s + "/mlp/act", "Sigmoid", gate));
         String down = linear(s + "/mlp/down_proj", g.op(s + "/mlp", "Mul", silu, up), i, Linear.DOWN);
-        return g.op(s + "/residual_mlp", "Add", x, down);
+        // named as a part boundary is, so a graph split anywhere has the same tensor names as the whole one
+        return g.opNamed(GraphParts.hidden(i + 1), s + "/residual_mlp", "Add", List.of(x, down));
     }
 
     private String linear(String scope, String x, int layer, Linear which) {

@@ -21,6 +21,8 @@ import java.util.Map;
  * @param logitsFrom    the dynamic graph's initializer holding the first position that gets logits, as a Slice start
  *                      (as stored: all), which a session that only generates sets to -1; null for static exports and
  *                      exports made before it
+ * @param precision     what the graphs compute in, as AI Hub names it: w8a16, w4a16, w8a8 (every activation quantized),
+ *                      w8, w4 (weights only), float; null for exports made before it
  */
 public record ExportInfo(
         int formatVersion,
@@ -40,7 +42,8 @@ public record ExportInfo(
         String source,
         long lookupBytes,
         String logitsFrom,
-        String hexforgeVersion) {
+        String hexforgeVersion,
+        String precision) {
 
     public static final String FILE = "export.json";
     public static final String HEXFORGE_VERSION = "0.1.0";

@@ -66,6 +66,11 @@ public interface LinearFormat {
         return Map.of();
     }
 
+    /** The decoder linears' weight bits (8, 4...); 0 when they are float. */
+    default int weightBits() {
+        return 0;
+    }
+
     /** Lowest default-domain opset the format's nodes need. */
     default int minOpset() {
         return 17;

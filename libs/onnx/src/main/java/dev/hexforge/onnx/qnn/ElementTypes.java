@@ -21,7 +21,7 @@ import java.util.Set;
  * and Range int64, the rest their first data input's type); and from them, the float activations a fully quantized
  * graph must not have.
  */
-final class ElementTypes {
+public final class ElementTypes {
     private static final Set<Integer> FLOATS = Set.of(DataType.FLOAT.getNumber(), DataType.FLOAT16.getNumber(),
             DataType.BFLOAT16.getNumber(), DataType.DOUBLE.getNumber());
     private static final Set<String> BOOLEAN_OPS = Set.of("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And",
@@ -33,7 +33,7 @@ final class ElementTypes {
     }
 
     /** The element type of each tensor the graph names, where it can be told. */
-    static Map<String, Integer> of(GraphProto g) {
+    public static Map<String, Integer> of(GraphProto g) {
         Map<String, Integer> types = new HashMap<>();
         for (ValueInfoProto v : g.getInputList()) {
             if (v.getType().hasTensorType()) {

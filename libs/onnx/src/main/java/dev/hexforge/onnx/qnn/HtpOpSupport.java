@@ -32,7 +32,7 @@ public final class HtpOpSupport {
             DataType.UINT4.getNumber(), DataType.BFLOAT16.getNumber());
 
     /** Inputs (by op) that are shape / axes / index parameters resolved at compile time. */
-    static final Map<String, Set<Integer>> PARAMETER_INPUTS = Map.ofEntries(
+    public static final Map<String, Set<Integer>> PARAMETER_INPUTS = Map.ofEntries(
             Map.entry("Reshape", Set.of(1)), Map.entry("Slice", Set.of(1, 2, 3, 4)), Map.entry("Unsqueeze", Set.of(1)),
             Map.entry("Squeeze", Set.of(1)), Map.entry("Expand", Set.of(1)), Map.entry("Tile", Set.of(1)),
             Map.entry("Split", Set.of(1)), Map.entry("ReduceMean", Set.of(1)), Map.entry("ReduceSum", Set.of(1)),

@@ -16,6 +16,8 @@ public enum Precision {
     W4A16("w4a16", 16),
     /** 8-bit weights and activations. */
     W8A8("w8a8", 8),
+    /** 4-bit weights and 8-bit activations. */
+    W4A8("w4a8", 8),
     /** 8-bit weights only: float activations. */
     W8("w8", 0),
     /** 4-bit weights only: float activations. */

@@ -128,8 +128,9 @@ public final class QdqFormat extends QuantizedLinearFormat {
     @Override
     public String emit(GraphBuilder g, Function<String, String> initializer, String scope, String x, String weight,
                        String bias) {
-        String y = g.op(scope, "MatMul", x, dequantized(g, initializer, scope, weight));
-        return bias == null ? y : g.op(scope, "Add", y, bias);
+        String w = dequantized(g, initializer, scope, weight);
+        // with a bias, one Gemm: the form whose bias a fully quantized graph stores as int32 (input scale × weight scale)
+        return bias == null ? g.op(scope, "MatMul", x, w) : g.op(scope, "Gemm", x, w, bias);
     }
 
     @Override

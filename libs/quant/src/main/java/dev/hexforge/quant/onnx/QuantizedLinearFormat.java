@@ -35,6 +35,11 @@ abstract class QuantizedLinearFormat implements LinearFormat {
     }
 
     @Override
+    public int weightBits() {
+        return model.linears().isEmpty() ? 0 : model.linears().values().iterator().next().spec().bits();
+    }
+
+    @Override
     public Map<String, float[]> replacedFloatTensors() {
         return model.replacedFloats();
     }

@@ -1,0 +1,65 @@
+package dev.hexforge.onnx.qdq;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * The calibrated encoding of every activation of a model's static graphs, by tensor name (names are the graph's own,
+ * the same in the prompt and the token graph and in every part), with the settings they were chosen for and how
+ * ranges were chosen. Stored as {@code activations.json} beside a quantized checkpoint.
+ */
+public record ActivationEncodings(Activations settings, String rangeMethod, int calibrationSequences,
+                                  Map<String, Encoding> tensors) {
+    public static final String FILE = "activations.json";
+    private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+
+    public ActivationEncodings {
+        if (!settings.quantized()) {
+            throw new IllegalArgumentException("float activations have no encodings");
+        }
+        tensors = Map.copyOf(tensors);
+    }
+
+    public void write(Path file) {
+        ObjectNode root = JSON.createObjectNode();
+        root.put("activations", settings.bits());
+        root.put("kvBits", settings.kvBits());
+        root.put("rangeMethod", rangeMethod);
+        root.put("calibrationSequences", calibrationSequences);
+        ObjectNode t = root.putObject("tensors");
+        new TreeMap<>(tensors).forEach((name, e) -> t.putObject(name).put("bits", e.bits()).put("scale", e.scale())
+                .put("zeroPoint", e.zeroPoint()));
+        try {
+            JSON.writeValue(file.toFile(), root);
+        } catch (IOException e) {
+            throw new UncheckedIOException("writing " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The encodings stored in {@code file}, or null when there is none (a weight-only checkpoint). */
+    public static ActivationEncodings read(Path file) {
+        if (!Files.isRegularFile(file)) {
+            return null;
+        }
+        try {
+            JsonNode root = JSON.readTree(file.toFile());
+            Map<String, Encoding> tensors = new TreeMap<>();
+            root.path("tensors").fields().forEachRemaining(e -> tensors.put(e.getKey(), new Encoding(
+                    e.getValue().path("bits").asInt(), (float) e.getValue().path("scale").asDouble(),
+                    e.getValue().path("zeroPoint").asInt())));
+            return new ActivationEncodings(new Activations(root.path("activations").asInt(), root.path("kvBits").asInt()),
+                    root.path("rangeMethod").asText(), root.path("calibrationSequences").asInt(), tensors);
+        } catch (IOException | IllegalArgumentException e) {
+            throw new IllegalArgumentException(file + ": not readable activation encodings: " + e.getMessage(), e);
+        }
+    }
+}

@@ -1,0 +1,251 @@
+package dev.hexforge.quant.calib;
+
+import ai.onnxruntime.OnnxTensor;
+import ai.onnxruntime.OnnxValue;
+import ai.onnxruntime.OrtEnvironment;
+import ai.onnxruntime.OrtException;
+import ai.onnxruntime.OrtSession;
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.checkpoint.ModelConfig;
+import dev.hexforge.onnx.export.DecoderExporter;
+import dev.hexforge.onnx.export.ExportOptions;
+import dev.hexforge.onnx.export.GraphParts;
+import dev.hexforge.onnx.export.LinearFormat;
+import dev.hexforge.onnx.qdq.ActivationEncodings;
+import dev.hexforge.onnx.qdq.Activations;
+import dev.hexforge.onnx.qdq.Encoding;
+import dev.hexforge.onnx.runtime.LargeStack;
+import dev.hexforge.onnx.runtime.OnnxRuntimeException;
+import dev.hexforge.onnx.runtime.OrtRuns;
+import dev.hexforge.onnx.runtime.OrtSessions;
+import dev.hexforge.onnx.runtime.StaticInputs;
+import dev.hexforge.progress.Progress;
+import dev.hexforge.quant.QuantizationException;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.FloatBuffer;
+import java.nio.IntBuffer;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The ranges of every activation of the static graphs, measured by running calibration text through the model as
+ * ONNX Runtime runs it (weights as quantized), one decoder layer at a time: each layer is its own graph, loaded once,
+ * fed every chunk's hidden states from the layer before, and returning every float activation under the name it has
+ * in the full graphs. The heap holds one layer's session and the chunks' hidden states.
+ *
+ * <p>Ranges: the KV cache entries (and 8-bit activations) by the clipping that minimises the squared error of their
+ * values (searched on a sample); 16-bit activations by their minimum and maximum; the attention mask exactly (0 and
+ * its negative); the masked attention scores by their unmasked values down to {@link #MASKED_MARGIN} below the
+ * smallest, so a masked score still weighs exp(-20) or less after the softmax. A layer's past cache input has its
+ * new entries' encoding, so cache slots pass between runs unchanged.
+ */
+public final class ActivationCalibration {
+    /** Chunks of {@link #CHUNK} tokens the ranges are measured over. */
+    public static final int DEFAULT_CHUNKS = 32;
+    /** Tokens per calibration chunk: the static prompt graph's default length. */
+    public static final int CHUNK = ExportOptions.DEFAULT_PROMPT_LENGTH;
+    /** How far below the smallest unmasked attention score the masked ones are clamped. */
+    public static final double MASKED_MARGIN = 20;
+    static final int SAMPLE = 1 << 16;
+    private static final float MASKED = -30000f;
+
+    private ActivationCalibration() {
+    }
+
+    /**
+     * @param sequences calibration token sequences; they are joined and cut into chunks of {@link #CHUNK} tokens (at
+     *                  most {@code chunks} of them)
+     * @param scratch   an empty folder for the calibration graphs, deleted by the caller
+     */
+    public static ActivationEncodings run(Checkpoint ckpt, LinearFormat format, List<int[]> sequences, int chunks,
+                                          Activations settings, Path scratch, Progress progress) {
+        if (!settings.quantized()) {
+            throw new IllegalArgumentException("float activations need no calibration");
+        }
+        ModelConfig c = ckpt.config();
+        int seq = Math.min(CHUNK, c.maxPositionEmbeddings() - 1);
+        int ctx = seq + 1;
+        List<int[]> pieces = chunks(sequences, seq, chunks);
+        if (pieces.isEmpty()) {
+            throw new QuantizationException("activation calibration needs at least " + seq + " tokens of calibration text");
+        }
+        List<Path> parts;
+        try {
+            parts = DecoderExporter.writeCalibrationParts(ckpt, scratch, format, seq, ctx, Progress.NONE);
+        } catch (IOException e) {
+            throw new UncheckedIOException("writing calibration graphs into " + scratch + ": " + e.getMessage(), e);
+        }
+        Map<String, Encoding> encodings = new LinkedHashMap<>();
+        float[][] hidden = new float[pieces.size()][];
+        int threads = Runtime.getRuntime().availableProcessors();
+        for (int l = 0; l < parts.size(); l++) {
+            progress.update("calibrate activations", l, parts.size());
+            Map<String, TensorRange> ranges = new LinkedHashMap<>();
+            int layer = l;
+            LargeStack.call("hexforge-calibration", () -> {
+                runLayer(c, parts.get(layer), layer, pieces, hidden, seq, ctx, threads, ranges);
+                return null;
+            });
+            ranges.forEach((name, r) -> encodings.putIfAbsent(name, choose(name, r, settings)));
+            for (String kind : List.of("key", "value")) {
+                encodings.put("past_key_values." + l + "." + kind, encodings.get("present." + l + "." + kind));
+            }
+        }
+        progress.update("calibrate activations", parts.size(), parts.size());
+        return new ActivationEncodings(settings, "kv cache: mse; activations: " + (settings.bits() == 8 ? "mse" : "min/max"),
+                pieces.size(), encodings);
+    }
+
+    static List<int[]> chunks(List<int[]> sequences, int seq, int max) {
+        List<int[]> out = new java.util.ArrayList<>();
+        int[] piece = new int[seq];
+        int filled = 0;
+        for (int[] s : sequences) {
+            for (int id : s) {
+                piece[filled++] = id;
+                if (filled == seq) {
+                    out.add(piece);
+                    if (out.size() == max) {
+                        return out;
+                    }
+                    piece = new int[seq];
+                    filled = 0;
+                }
+            }
+        }
+        return out;
+    }
+
+    private static void runLayer(ModelConfig c, Path graph, int layer, List<int[]> pieces, float[][] hidden, int seq, int ctx,
+                                 int threads, Map<String, TensorRange> ranges) throws OrtException {
+        OrtEnvironment env = OrtEnvironment.getEnvironment();
+        long[] pastShape = {1, c.numKvHeads(), ctx - seq, c.headDim()};
+        float[] zeros = new float[c.numKvHeads() * (ctx - seq) * c.headDim()];
+        String next = GraphParts.hidden(layer + 1);
+        try (OrtSession session = OrtSessions.open(graph, threads, null);
+             OnnxTensor pos = OnnxTensor.createTensor(env, IntBuffer.wrap(StaticInputs.positions(0, seq, ctx)), new long[]{1, seq});
+             OnnxTensor mask = OnnxTensor.createTensor(env, FloatBuffer.wrap(StaticInputs.mask(0, seq, ctx, DecoderExporter.MASK_NEGATIVE)),
+                     new long[]{1, 1, seq, ctx});
+             OnnxTensor pastK = OnnxTensor.createTensor(env, FloatBuffer.wrap(zeros), pastShape);
+             OnnxTensor pastV = OnnxTensor.createTensor(env, FloatBuffer.wrap(zeros), pastShape)) {
+            for (int p = 0; p < pieces.size(); p++) {
+                Map<String, OnnxTensor> in = new HashMap<>();
+                OnnxTensor x = layer == 0
+                        ? OnnxTensor.createTensor(env, IntBuffer.wrap(pieces.get(p)), new long[]{1, seq})
+                        : OnnxTensor.createTensor(env, FloatBuffer.wrap(hidden[p]), new long[]{seq, c.hiddenSize()});
+                try {
+                    in.put(layer == 0 ? "input_ids" : GraphParts.hidden(layer), x);
+                    in.put("position_ids", pos);
+                    in.put("attention_mask", mask);
+                    in.put("past_key_values." + layer + ".key", pastK);
+                    in.put("past_key_values." + layer + ".value", pastV);
+                    try (OrtSession.Result r = OrtRuns.run(o -> session.run(in, o))) {
+                        for (Map.Entry<String, OnnxValue> e : r) {
+                            FloatBuffer b = ((OnnxTensor) e.getValue()).getFloatBuffer();
+                            if (e.getKey().equals(next)) {
+                                hidden[p] = new float[b.remaining()];
+                                b.get(hidden[p]);
+                                b.rewind();
+                            }
+                            ranges.computeIfAbsent(e.getKey(), k -> new TensorRange(pieces.size())).add(b);
+                        }
+                    }
+                    // the inputs are activations too: this layer's hidden states and the mask
+                    for (String name : List.of(layer == 0 ? "" : GraphParts.hidden(layer), "attention_mask")) {
+                        if (!name.isEmpty()) {
+                            ranges.computeIfAbsent(name, k -> new TensorRange(pieces.size())).add(in.get(name).getFloatBuffer());
+                        }
+                    }
+                } finally {
+                    x.close();
+                }
+            }
+        } catch (OnnxRuntimeException e) {
+            throw new QuantizationException("activation calibration of layer " + layer + ": " + e.getMessage());
+        }
+    }
+
+    static Encoding choose(String name, TensorRange r, Activations settings) {
+        boolean cache = name.startsWith("present.") || name.startsWith("past_key_values.");
+        int bits = cache ? settings.kvBits() : settings.bits();
+        if (name.equals("attention_mask")) {
+            return Encoding.ofRange(r.min, r.max, bits);
+        }
+        double lo = r.masked ? Math.max(r.min, r.unmaskedMin - MASKED_MARGIN) : r.min;
+        double hi = r.max;
+        if (bits == 8) {
+            return r.mse(lo, hi, bits);
+        }
+        return Encoding.ofRange(lo, hi, bits);
+    }
+
+    /** A tensor's range over the calibration runs, and a strided sample of its (unmasked) values. */
+    static final class TensorRange {
+        double min = Double.POSITIVE_INFINITY;
+        double max = Double.NEGATIVE_INFINITY;
+        double unmaskedMin = Double.POSITIVE_INFINITY;
+        boolean masked;
+        final float[] sample = new float[SAMPLE];
+        int sampled;
+        private final int runs;
+
+        TensorRange(int runs) {
+            this.runs = runs;
+        }
+
+        void add(FloatBuffer b) {
+            int n = b.remaining();
+            int stride = Math.max(1, (int) ((long) n * runs / SAMPLE));
+            int start = b.position();
+            for (int i = 0; i < n; i++) {
+                float v = b.get(start + i);
+                if (v < min) {
+                    min = v;
+                }
+                if (v > max) {
+                    max = v;
+                }
+                if (v <= MASKED) {
+                    masked = true;
+                    continue;
+                }
+                if (v < unmaskedMin) {
+                    unmaskedMin = v;
+                }
+                if (i % stride == 0 && sampled < SAMPLE) {
+                    sample[sampled++] = v;
+                }
+            }
+        }
+
+        /** The encoding of [lo, hi] shrunk by the factor (1, 0.98, ... 0.3) whose round trip errs least on the sample. */
+        Encoding mse(double lo, double hi, int bits) {
+            Encoding best = Encoding.ofRange(lo, hi, bits);
+            double bestError = error(best, lo, hi);
+            for (int step = 1; step <= 35; step++) {
+                double f = 1 - 0.02 * step;
+                Encoding e = Encoding.ofRange(lo * f, hi * f, bits);
+                double err = error(e, lo, hi);
+                if (err < bestError) {
+                    bestError = err;
+                    best = e;
+                }
+            }
+            return best;
+        }
+
+        private double error(Encoding e, double lo, double hi) {
+            double sum = 0;
+            for (int i = 0; i < sampled; i++) {
+                double d = sample[i] - e.roundTrip(sample[i]);
+                sum += d * d;
+            }
+            return sum;
+        }
+    }
+}

@@ -1,0 +1,182 @@
+package dev.hexforge.quant;
+
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.eval.Perplexity;
+import dev.hexforge.generate.CausalLm;
+import dev.hexforge.onnx.export.DecoderExporter;
+import dev.hexforge.onnx.export.ExportOptions;
+import dev.hexforge.onnx.proto.Onnx.ModelProto;
+import dev.hexforge.onnx.proto.Onnx.NodeProto;
+import dev.hexforge.onnx.qdq.ActivationEncodings;
+import dev.hexforge.onnx.qdq.ActivationQdq;
+import dev.hexforge.onnx.qdq.Activations;
+import dev.hexforge.onnx.qdq.Encoding;
+import dev.hexforge.onnx.qnn.Precision;
+import dev.hexforge.onnx.qnn.QnnPreflight;
+import dev.hexforge.onnx.runtime.OnnxLm;
+import dev.hexforge.progress.Progress;
+import dev.hexforge.quant.calib.ActivationCalibration;
+import dev.hexforge.quant.calib.CalibrationSet;
+import dev.hexforge.quant.onnx.QdqFormat;
+import dev.hexforge.testing.Fixtures;
+import dev.hexforge.tokenizer.Tokenizer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Fully quantized static graphs (calibrated 16-bit activations, 8-bit KV cache, the defaults) on qwen2-tiny with the
+ * bundled calibration set, against the reference float perplexity and the weight-only graph of the same weights.
+ */
+class ActivationQuantizationTest {
+    @TempDir
+    static Path tmp;
+    static Checkpoint ckpt;
+    static int[] evalIds;
+    static List<int[]> calibration;
+    static double floatPpl;
+    static QuantizedModel w8;
+    static QuantizedModel w4;
+    static ActivationEncodings w8a16;
+    static ActivationEncodings w4a16;
+
+    @BeforeAll
+    static void load() {
+        ckpt = Checkpoint.open(Fixtures.qwen2Tiny());
+        evalIds = Fixtures.evalTxtIds();
+        try (Tokenizer tok = Tokenizer.load(Fixtures.qwen2Tiny())) {
+            calibration = CalibrationSet.load(BundledData.calibration(tmp.resolve("bundled")), tok, 128, 512, 0).sequences();
+        }
+        floatPpl = Fixtures.json(Fixtures.reference("perplexity.json")).path("results").path("float32").path("eval.txt")
+                .path("perplexity").asDouble();
+        w8 = QuantizedModel.rtn(ckpt, QuantSpec.int8PerChannel(), List.of()).withEmbeddings(ckpt, QuantSpec.int8PerChannel());
+        w4 = QuantizedModel.rtn(ckpt, QuantSpec.int4Group128(), List.of()).withEmbeddings(ckpt, QuantSpec.int8PerChannel());
+        Activations defaults = Activations.parse(null, null, true);
+        w8a16 = calibrate(w8, defaults, "calib-w8");
+        w4a16 = calibrate(w4, defaults, "calib-w4");
+    }
+
+    @AfterAll
+    static void close() {
+        ckpt.close();
+    }
+
+    static ActivationEncodings calibrate(QuantizedModel qm, Activations a, String name) {
+        return ActivationCalibration.run(ckpt, new QdqFormat(qm), calibration, ActivationCalibration.DEFAULT_CHUNKS, a,
+                tmp.resolve(name), Progress.NONE);
+    }
+
+    static Path export(QuantizedModel qm, ActivationEncodings act, String name) {
+        Path out = tmp.resolve(name);
+        if (!Files.exists(out)) {
+            DecoderExporter.export(ckpt, out, ExportOptions.staticShapes(128, 256), new QdqFormat(qm), act, Progress.NONE);
+        }
+        return out;
+    }
+
+    static double perplexity(Path export) {
+        try (CausalLm lm = OnnxLm.open(export, 2)) {
+            return Perplexity.evaluate(lm, evalIds, 128, null).perplexity();
+        }
+    }
+
+    static ModelProto read(Path file) throws Exception {
+        try (InputStream in = Files.newInputStream(file)) {
+            return ModelProto.parseFrom(in);
+        }
+    }
+
+    @Test
+    void w8a16IsWithinHalfAPercentOfFloatAndW4a16WithinHalfAPointOfTheWeightOnlyInt4Model() {
+        double p8 = perplexity(export(w8, w8a16, "w8a16"));
+        assertTrue(p8 / floatPpl - 1 <= 0.005, "w8a16 perplexity " + p8 + " vs float " + floatPpl);
+        double w4only = perplexity(export(w4, null, "w4"));
+        double p4 = perplexity(export(w4, w4a16, "w4a16"));
+        assertTrue((p4 - w4only) / floatPpl <= 0.005, "w4a16 " + p4 + " vs weight-only int4 " + w4only + " (float " + floatPpl + ")");
+        // the activations are quantized: 8-bit ones cost visibly more than 16-bit ones
+        double a8 = perplexity(export(w8, calibrate(w8, new Activations(8, 8), "calib-w8a8"), "w8a8"));
+        assertTrue(a8 > p8, "w8a8 " + a8 + " vs w8a16 " + p8);
+    }
+
+    @Test
+    void theFullyQuantizedGraphsPassThePreflightForTheirPrecisionAndTheWeightOnlyOneDoesNot() throws Exception {
+        Path full = export(w4, w4a16, "w4a16");
+        for (String graph : List.of("prompt.onnx", "token.onnx")) {
+            QnnPreflight.Report r = QnnPreflight.check(full.resolve("onnx").resolve(graph), Precision.parse("w4a16"));
+            assertTrue(r.clean(), graph + ": " + r.problems());
+        }
+        QnnPreflight.Report weightOnly = QnnPreflight.check(export(w4, null, "w4").resolve("onnx/prompt.onnx"), Precision.parse("w4a16"));
+        assertFalse(weightOnly.floatActivations().isEmpty());
+        assertTrue(String.join("\n", weightOnly.problems()).contains("fp16"), weightOnly.problems().toString());
+
+        // one activation left float: bypass one QuantizeLinear / DequantizeLinear pair of the quantized graph
+        ModelProto m = read(full.resolve("onnx/prompt.onnx"));
+        NodeProto dq = m.getGraph().getNodeList().stream()
+                .filter(n -> n.getOpType().equals("DequantizeLinear") && n.getOutput(0).startsWith("/model/layers.0/mlp/act/Sigmoid"))
+                .findFirst().orElseThrow();
+        String original = dq.getOutput(0).substring(0, dq.getOutput(0).length() - "/dq".length());
+        var g = m.getGraph().toBuilder();
+        for (int i = 0; i < g.getNodeCount(); i++) {
+            NodeProto n = g.getNode(i);
+            for (int k = 0; k < n.getInputCount(); k++) {
+                if (n.getInput(k).equals(dq.getOutput(0)) && !n.getOpType().endsWith("QuantizeLinear")) {
+                    g.setNode(i, n.toBuilder().setInput(k, original));
+                    n = g.getNode(i);
+                }
+            }
+        }
+        Path broken = tmp.resolve("one-float.onnx");
+        Files.write(broken, m.toBuilder().setGraph(g).build().toByteArray());
+        QnnPreflight.Report r = QnnPreflight.check(broken, Precision.parse("w4a16"));
+        assertEquals(List.of(original), r.floatActivations());
+        assertFalse(r.clean());
+    }
+
+    @Test
+    void theKvCacheIsEightBitPerLayerAndTheMaskExact() throws Exception {
+        ModelProto m = read(export(w8, w8a16, "w8a16").resolve("onnx/token.onnx"));
+        Map<String, Integer> zeroPointTypes = new HashMap<>();
+        m.getGraph().getInitializerList().forEach(t -> zeroPointTypes.put(t.getName(), t.getDataType()));
+        int layers = ckpt.config().numLayers();
+        for (int l = 0; l < layers; l++) {
+            for (String kind : List.of("key", "value")) {
+                String present = "present." + l + "." + kind;
+                NodeProto q = m.getGraph().getNodeList().stream().filter(n -> n.getOpType().equals("QuantizeLinear")
+                        && n.getOutput(0).equals(present + "/q")).findFirst().orElseThrow();
+                assertEquals(dev.hexforge.onnx.proto.Onnx.TensorProto.DataType.UINT8.getNumber(), zeroPointTypes.get(q.getInput(2)), present);
+                assertEquals(w8a16.tensors().get(present), w8a16.tensors().get("past_key_values." + l + "." + kind));
+            }
+        }
+        assertTrue(w8a16.tensors().get("present.0.key").bits() == 8 && w8a16.tensors().get("present.0.key")
+                != w8a16.tensors().get("present.1.key"), "each layer's cache has its own encoding");
+        Encoding mask = w8a16.tensors().get("attention_mask");
+        assertEquals(0f, mask.roundTrip(0f));
+        assertEquals(DecoderExporter.MASK_NEGATIVE, mask.roundTrip(DecoderExporter.MASK_NEGATIVE), 0.01);
+    }
+
+    @Test
+    void encodingsRoundTripThroughTheirFileAndAMissingOneIsRefusedByName() throws Exception {
+        Path file = tmp.resolve(ActivationEncodings.FILE);
+        w8a16.write(file);
+        assertEquals(w8a16, ActivationEncodings.read(file));
+        Map<String, Encoding> partial = new HashMap<>(w8a16.tensors());
+        partial.remove("/model/layers.1/mlp/Mul_output_0");
+        ModelProto weightOnly = read(export(w8, null, "w8").resolve("onnx/prompt.onnx"));
+        var e = assertThrows(ActivationQdq.MissingEncodingException.class,
+                () -> ActivationQdq.apply(weightOnly, partial, name -> new float[0]));
+        assertTrue(e.getMessage().contains("/model/layers.1/mlp/Mul_output_0"), e.getMessage());
+    }
+}
