@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.export.Variant;
+import dev.hexforge.onnx.qnn.Precision;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -19,12 +20,15 @@ import java.util.concurrent.TimeUnit;
  * The QNN SDK (QAIRT) targets, run through the SDK's own tools under {@code root} (QNN_SDK_ROOT):
  * <ul>
  *   <li>{@code qnn-model-lib}: {@code qnn-onnx-converter} (every input's shape with {@code --input_dim}, every output with
- *       {@code --out_node}, the quantize stage's AIMET encodings as {@code --quantization_overrides}, activation / weight
- *       bit widths) then {@code qnn-model-lib-generator} for {@code aarch64-android}: one {@code lib<graph>.so} per graph;</li>
+ *       {@code --out_node}, the quantize stage's AIMET encodings of every weight and activation as
+ *       {@code --quantization_overrides}, the activation bit width of the export's precision) then
+ *       {@code qnn-model-lib-generator} for {@code aarch64-android}: one {@code lib<graph>.so} per graph;</li>
  *   <li>{@code qnn-context-binary}: the same libraries built for the host, then {@code qnn-context-binary-generator} with
  *       an HTP configuration for the SoC: one {@code <graph>.bin} context per graph.</li>
  * </ul>
- * A failing tool's output goes through {@link QnnTriage}, so the error names the cause (a node, an input) and the fix.
+ * An export whose activations are float, or without encodings, is refused before any tool runs: the converter has no
+ * input list to calibrate from, so it would leave them float, which the HTP does not run. A failing tool's output goes
+ * through {@link QnnTriage}, so the error names the cause (a node, an input) and the fix.
  */
 public final class QnnSdk {
     public static final String MODEL_LIB = "qnn-model-lib";
@@ -72,6 +76,17 @@ public final class QnnSdk {
             throw new CompileException("QNN needs the static export (fixed shapes); this one is " + info.variant().name().toLowerCase(),
                     "set export.variant: static");
         }
+        Precision precision = OrtQnnBundler.precision(info);
+        if (precision == null || !precision.quantizesActivations()) {
+            throw new CompileException("the QNN converter needs every activation's encoding, and this export's activations are float ("
+                    + (info.precision() == null ? "an export made before precisions were recorded" : info.precision()) + ")",
+                    "quantize with quantize.activations: 16 (the default for a static export) and export again");
+        }
+        if (!Files.isRegularFile(export.resolve("encodings.json"))) {
+            throw new CompileException("the export has no encodings.json (the quantization overrides the converter runs on): AIMET "
+                    + "encodings 0.5.0 cannot express 4-bit groups of columns",
+                    "quantize per channel (quantize.group: 0) for the QNN SDK targets, or compile with target ort-qnn");
+        }
         Soc soc = Soc.resolve(opt.soc(), opt.htpArch());
         Path work = out.resolveSibling(out.getFileName() + ".work");
         ObjectNode manifest = JSON.createObjectNode();
@@ -98,10 +113,8 @@ public final class QnnSdk {
                 for (GraphIo.Tensor t : io.outputs()) {
                     conv.addAll(List.of("--out_node", t.name()));
                 }
-                if (Files.isRegularFile(encodings)) {
-                    conv.addAll(List.of("--quantization_overrides", encodings.toString()));
-                }
-                conv.addAll(List.of("--act_bitwidth", String.valueOf(opt.activationBits()), "--weights_bitwidth",
+                conv.addAll(List.of("--quantization_overrides", encodings.toString()));
+                conv.addAll(List.of("--act_bitwidth", String.valueOf(precision.activationBits()), "--weights_bitwidth",
                         String.valueOf(opt.weightBits())));
                 run(conv, dir, "qnn-onnx-converter (" + name + ")");
                 String triple = target.equals(MODEL_LIB) ? DEVICE : HOST;

@@ -4,19 +4,22 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hexforge.checkpoint.Checkpoint;
-import dev.hexforge.forward.DecoderForward;
-import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.Generator;
 import dev.hexforge.onnx.export.DecoderExporter;
 import dev.hexforge.onnx.export.ExportOptions;
+import dev.hexforge.onnx.qdq.ActivationEncodings;
+import dev.hexforge.onnx.qdq.Activations;
 import dev.hexforge.onnx.runtime.OnnxLm;
 import dev.hexforge.progress.Progress;
 import dev.hexforge.quant.AimetEncodings;
 import dev.hexforge.quant.QuantSpec;
 import dev.hexforge.quant.QuantizedModel;
+import dev.hexforge.quant.calib.ActivationCalibration;
+import dev.hexforge.quant.calib.CalibrationSet;
 import dev.hexforge.quant.onnx.QdqFormat;
 import dev.hexforge.testing.Fixtures;
+import dev.hexforge.tokenizer.Tokenizer;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -35,19 +38,28 @@ class CompileTest {
     @TempDir
     static Path tmp;
     static Path staticExport;
+    static Path weightOnlyExport;
     static Path dynamicExport;
+    static ActivationEncodings activations;
     static QuantizedModel qm;
-    static DecoderWeights base;
     static Path sdk;
 
     @BeforeAll
     static void exportAndSdk() throws Exception {
         try (Checkpoint ckpt = Checkpoint.open(Fixtures.qwen2Tiny())) {
-            base = DecoderWeights.load(ckpt);
-            qm = QuantizedModel.rtn(ckpt, QuantSpec.int8PerChannel(), List.of());
+            qm = QuantizedModel.rtn(ckpt, QuantSpec.int8PerChannel(), List.of()).withEmbeddings(ckpt, QuantSpec.int8PerChannel());
+            List<int[]> calibration;
+            try (Tokenizer tok = Tokenizer.load(Fixtures.qwen2Tiny())) {
+                calibration = CalibrationSet.load(Fixtures.root().resolve("calib.jsonl"), tok, 32, 256, 0).sequences();
+            }
+            activations = ActivationCalibration.run(ckpt, new QdqFormat(qm), calibration, 8, new Activations(16, 8),
+                    tmp.resolve("calibration"), Progress.NONE);
             staticExport = tmp.resolve("static");
-            DecoderExporter.export(ckpt, staticExport, ExportOptions.staticShapes(64, 256), new QdqFormat(qm), Progress.NONE);
-            AimetEncodings.write(qm, List.of(), null, staticExport.resolve(AimetEncodings.FILE));
+            DecoderExporter.export(ckpt, staticExport, ExportOptions.staticShapes(64, 256), new QdqFormat(qm), activations, Progress.NONE);
+            AimetEncodings.write(qm, List.of(), activations, staticExport.resolve(AimetEncodings.FILE));
+            weightOnlyExport = tmp.resolve("static-w8");
+            DecoderExporter.export(ckpt, weightOnlyExport, ExportOptions.staticShapes(64, 256), new QdqFormat(qm), Progress.NONE);
+            AimetEncodings.write(qm, List.of(), null, weightOnlyExport.resolve(AimetEncodings.FILE));
             dynamicExport = tmp.resolve("dynamic");
             DecoderExporter.export(ckpt, dynamicExport, ExportOptions.dynamic(), new QdqFormat(qm), Progress.NONE);
         }
@@ -84,11 +96,12 @@ class CompileTest {
         assertEquals(2, genai.at("/model/decoder/pipeline").size());
         assertTrue(Files.isRegularFile(out.resolve("tokenizer.json")));
 
-        DecoderForward reference = new DecoderForward(qm.fakeQuantized(base));
-        try (CausalLm lm = OnnxLm.open(out, 1)) {
+        assertEquals("w8a16", manifest.path("precision").asText());
+        // the bundle runs the fully quantized graphs as exported
+        try (CausalLm lm = OnnxLm.open(out, 1); CausalLm exported = OnnxLm.open(staticExport, 1)) {
             for (JsonNode p : Fixtures.json(Fixtures.reference("reference.json")).path("prompts")) {
                 int[] ids = Fixtures.ints(p.path("input_ids"));
-                assertArrayEquals(Generator.generate(reference, ids, Generator.Options.greedy(12), null),
+                assertArrayEquals(Generator.generate(exported, ids, Generator.Options.greedy(12), null),
                         Generator.generate(lm, ids, Generator.Options.greedy(12), null), p.path("name").asText());
             }
         }
@@ -98,8 +111,9 @@ class CompileTest {
     void aModelSplitIntoPartsBecomesADecoderPipelineAndOneContextPerPart() throws Exception {
         Path split = tmp.resolve("split-export");
         try (Checkpoint ckpt = Checkpoint.open(Fixtures.qwen2Tiny())) {
-            DecoderExporter.export(ckpt, split, new ExportOptions(dev.hexforge.onnx.export.Variant.STATIC, 64, 256, 17, 2_000_000),
-                    new QdqFormat(qm), Progress.NONE);
+            DecoderExporter.export(ckpt, split, new ExportOptions(dev.hexforge.onnx.export.Variant.STATIC, 64, 256, 17, 700_000),
+                    new QdqFormat(qm), activations, Progress.NONE);
+            AimetEncodings.write(qm, List.of(), activations, split.resolve(AimetEncodings.FILE));
         }
         Path out = tmp.resolve("split-bundle");
         ObjectNode manifest = OrtQnnBundler.build(split, out, CompileOptions.of("SM8650", 0));
@@ -116,12 +130,12 @@ class CompileTest {
         JsonNode lastToken = pipeline.get(pipeline.size() - 1).elements().next();
         assertTrue(lastToken.path("run_on_token_gen").asBoolean() && lastToken.path("outputs").toString().contains("logits"), lastToken.toString());
 
-        DecoderForward reference = new DecoderForward(qm.fakeQuantized(base));
-        try (CausalLm lm = OnnxLm.open(out, 1)) {
+        // split anywhere, the graphs keep their tensor names and so their encodings: the pipeline runs as the whole graph
+        try (CausalLm lm = OnnxLm.open(out, 1); CausalLm whole = OnnxLm.open(staticExport, 1)) {
             for (JsonNode p : Fixtures.json(Fixtures.reference("reference.json")).path("prompts")) {
                 int[] ids = Fixtures.ints(p.path("input_ids"));
                 if (ids.length + 12 <= 256) {
-                    assertArrayEquals(Generator.generate(reference, ids, Generator.Options.greedy(12), null),
+                    assertArrayEquals(Generator.generate(whole, ids, Generator.Options.greedy(12), null),
                             Generator.generate(lm, ids, Generator.Options.greedy(12), null), p.path("name").asText());
                 }
             }
@@ -157,6 +171,50 @@ class CompileTest {
         tools.build(QnnSdk.MODEL_LIB, staticExport, libs, CompileOptions.of("SM8550", 0));
         assertTrue(Files.readString(libs.resolve("libprompt.so")).contains("aarch64-android"), "built for the phone");
         assertTrue(Files.isRegularFile(libs.resolve("tokenizer.json")));
+    }
+
+    @Test
+    void aWeightOnlyExportIsRefusedBeforeAnyToolRunsAndTheToolsRefuseFloatActivationsAsTheRealOnesWould() throws Exception {
+        QnnSdk tools = new QnnSdk(sdk);
+        CompileException e = assertThrows(CompileException.class,
+                () -> tools.build(QnnSdk.CONTEXT_BINARY, weightOnlyExport, tmp.resolve("w8-ctx"), CompileOptions.of("SM8650", 0)));
+        assertTrue(e.getMessage().contains("activations are float (w8)") && e.hint().contains("quantize.activations: 16"), e.getMessage());
+        assertTrue(!Files.exists(tmp.resolve("w8-ctx.work")), "no tool ran");
+
+        // the stand-ins themselves, run as the SDK's tools on the weight-only graph
+        Path bin = sdk.resolve("bin/x86_64-linux-clang");
+        Path graph = weightOnlyExport.resolve("onnx/token.onnx");
+        List<String> conv = new java.util.ArrayList<>(List.of(bin.resolve("qnn-onnx-converter").toString(), "--input_network",
+                graph.toString(), "--output_path", tmp.resolve("w8.cpp").toString(), "--quantization_overrides",
+                weightOnlyExport.resolve(AimetEncodings.FILE).toString(), "--act_bitwidth", "16", "--weights_bitwidth", "8"));
+        for (GraphIo.Tensor t : GraphIo.read(graph).inputs()) {
+            conv.addAll(List.of("--input_dim", t.name(), t.dimsArg()));
+        }
+        for (GraphIo.Tensor t : GraphIo.read(graph).outputs()) {
+            conv.addAll(List.of("--out_node", t.name()));
+        }
+        String[] refused = runTool(conv);
+        assertEquals("1", refused[0], refused[1]);
+        assertTrue(refused[1].contains("No quantization encodings for activation tensor"), refused[1]);
+        conv.add("--float_fallback");
+        assertEquals("0", runTool(conv)[0]);
+        assertEquals("0", runTool(List.of(bin.resolve("qnn-model-lib-generator").toString(), "-c", tmp.resolve("w8.cpp").toString(),
+                "-b", tmp.resolve("w8.bin").toString(), "-t", "x86_64-linux-clang", "-o", tmp.resolve("w8-lib").toString()))[0]);
+        Path htpConfig = tmp.resolve("htp.json");
+        Files.writeString(tmp.resolve("ext.json"), "{\"devices\": [{\"dsp_arch\": \"v75\"}], \"graphs\": [{\"graph_names\": [\"w8\"]}]}");
+        Files.writeString(htpConfig, "{\"backend_extensions\": {\"config_file_path\": \"" + tmp.resolve("ext.json") + "\"}}");
+        String[] htp = runTool(List.of(bin.resolve("qnn-context-binary-generator").toString(), "--backend",
+                sdk.resolve("lib/x86_64-linux-clang/libQnnHtp.so").toString(), "--model",
+                tmp.resolve("w8-lib/x86_64-linux-clang/libw8.so").toString(), "--binary_file", "w8", "--output_dir",
+                tmp.resolve("w8-out").toString(), "--config_file", htpConfig.toString()));
+        assertEquals("1", htp[0], htp[1]);
+        assertTrue(htp[1].contains("HTP does not support float32 activations"), htp[1]);
+    }
+
+    private static String[] runTool(List<String> command) throws Exception {
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes());
+        return new String[]{Integer.toString(p.waitFor()), out};
     }
 
     @Test

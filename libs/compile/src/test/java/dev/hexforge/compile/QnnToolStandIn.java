@@ -6,7 +6,13 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import dev.hexforge.onnx.proto.Onnx.ModelProto;
+import dev.hexforge.onnx.qnn.Precision;
+import dev.hexforge.onnx.qnn.QnnPreflight;
+
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Set;
 import java.util.List;
 import java.util.Map;
 
@@ -14,7 +20,9 @@ import java.util.Map;
  * TEST DOUBLE for the proprietary QNN SDK tools (absent here): {@code qnn-onnx-converter}, {@code qnn-model-lib-generator}
  * and {@code qnn-context-binary-generator}. It checks the contract the real tools have (flags, the files they read, the
  * shapes of every graph input, the triples and backend they take) and writes its outputs where the real tools write
- * them. A file {@code standin-fail.txt} in the SDK root makes the converter fail with an error text of the kind the
+ * them. Like the real converter run without an input list, it refuses a graph with an activation that no override in
+ * {@code --quantization_overrides} covers (it would stay float), unless {@code --float_fallback}; and, like the HTP
+ * backend, the context-binary generator refuses a model that kept float activations. A file {@code standin-fail.txt} in the SDK root makes the converter fail with an error text of the kind the
  * real one prints ({@code unsupported-op NODE TYPE}, {@code dynamic INPUT}, {@code code NNNN}).
  */
 public final class QnnToolStandIn {
@@ -86,16 +94,38 @@ public final class QnnToolStandIn {
                 die("no --out_node for output " + t.name());
             }
         }
+        if (!List.of("8", "16").contains(one(o, "--act_bitwidth")) || !List.of("4", "8").contains(one(o, "--weights_bitwidth"))) {
+            die("--act_bitwidth 8|16 and --weights_bitwidth 4|8");
+        }
+        // the real converter calibrates activations from --input_list; without one, an activation no override covers
+        // stays float (with --float_fallback) or fails the conversion
+        Set<String> covered = new HashSet<>();
         if (o.containsKey("--quantization_overrides")) {
             JsonNode enc = new ObjectMapper().readTree(Path.of(one(o, "--quantization_overrides")).toFile());
             if (!enc.has("activation_encodings") || !enc.has("param_encodings")) {
                 die("--quantization_overrides is not an AIMET encodings file");
             }
+            Set<String> tensors = tensorNames(onnx);
+            for (Map.Entry<String, JsonNode> e : enc.path("activation_encodings").properties()) {
+                int bits = e.getValue().path(0).path("bitwidth").asInt();
+                if (bits != 8 && bits != 16) {
+                    die("activation encoding of " + e.getKey() + " has bitwidth " + bits + ": HTP activations are 8 or 16 bits");
+                }
+                if (tensors.contains(e.getKey())) {
+                    covered.add(e.getKey());
+                }
+            }
         }
-        if (!List.of("8", "16").contains(one(o, "--act_bitwidth")) || !List.of("4", "8").contains(one(o, "--weights_bitwidth"))) {
-            die("--act_bitwidth 8|16 and --weights_bitwidth 4|8");
+        List<String> uncovered = QnnPreflight.check(onnx, Precision.W8A16).floatActivations().stream()
+                .filter(t -> !covered.contains(t)).toList();
+        boolean floatFallback = o.containsKey("--float_fallback");
+        if (!uncovered.isEmpty() && !o.containsKey("--input_list") && !floatFallback) {
+            System.out.println("ERROR - No quantization encodings for activation tensor " + uncovered.get(0) + " (and "
+                    + (uncovered.size() - 1) + " more): give --input_list to calibrate, or --quantization_overrides covering every "
+                    + "activation");
+            System.exit(1);
         }
-        Files.writeString(cpp, "// converted from " + onnx.getFileName() + "\n");
+        Files.writeString(cpp, "// converted from " + onnx.getFileName() + "\n" + (uncovered.isEmpty() ? "" : "// float-activations\n"));
         Files.write(cpp.resolveSibling(cpp.getFileName().toString().replace(".cpp", ".bin")), new byte[64]);
     }
 
@@ -111,7 +141,8 @@ public final class QnnToolStandIn {
         }
         Path dir = Files.createDirectories(Path.of(one(o, "-o")).resolve(triple));
         String name = cpp.getFileName().toString().replace(".cpp", "");
-        Files.writeString(dir.resolve("lib" + name + ".so"), "ELF " + triple + "\n");
+        Files.writeString(dir.resolve("lib" + name + ".so"), "ELF " + triple + "\n"
+                + (Files.readString(cpp).contains("float-activations") ? "float-activations\n" : ""));
     }
 
     static void contextBinary(Map<String, List<String>> o) throws Exception {
@@ -123,6 +154,11 @@ public final class QnnToolStandIn {
         if (!Files.isRegularFile(model) || !Files.readString(model).contains("x86_64-linux-clang")) {
             die("--model must be a model library built for the host (x86_64-linux-clang)");
         }
+        if (Files.readString(model).contains("float-activations")) {
+            // the HTP backend runs quantized tensors only
+            System.out.println("ERROR - QnnBackend_validateOpConfig failed: error code 3110: HTP does not support float32 activations");
+            System.exit(1);
+        }
         Path out = Path.of(one(o, "--output_dir"));
         JsonNode cfg = new ObjectMapper().readTree(Path.of(one(o, "--config_file")).toFile());
         JsonNode ext = new ObjectMapper().readTree(Path.of(cfg.path("backend_extensions").path("config_file_path").asText()).toFile());
@@ -133,6 +169,19 @@ public final class QnnToolStandIn {
         }
         Files.createDirectories(out);
         Files.write(out.resolve(graph + ".bin"), new byte[128]);
+    }
+
+    /** Every value name of the graph: inputs, outputs and node outputs. */
+    private static Set<String> tensorNames(Path onnx) throws Exception {
+        ModelProto m;
+        try (var in = Files.newInputStream(onnx)) {
+            m = ModelProto.parseFrom(in);
+        }
+        Set<String> names = new HashSet<>();
+        m.getGraph().getInputList().forEach(v -> names.add(v.getName()));
+        m.getGraph().getOutputList().forEach(v -> names.add(v.getName()));
+        m.getGraph().getNodeList().forEach(n -> names.addAll(n.getOutputList()));
+        return names;
     }
 
     private static String one(Map<String, List<String>> o, String key) {

@@ -13,6 +13,8 @@ import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.export.ExportOptions;
 import dev.hexforge.onnx.export.LinearFormat;
 import dev.hexforge.onnx.export.Variant;
+import dev.hexforge.onnx.runtime.OnnxLm;
+import dev.hexforge.generate.CausalLm;
 import dev.hexforge.onnx.qdq.ActivationEncodings;
 import dev.hexforge.onnx.qdq.Activations;
 import dev.hexforge.progress.Progress;
@@ -35,6 +37,8 @@ import java.util.Map;
  * quantized model's linears are written as QDQ (the NPU's form), MatMulNBits (the CPU's) or both; an export carries
  * the host's reference answers for on-device accuracy ({@link DeviceReference}) when a benchmark will use them, and a
  * QDQ export the QNN converter's quantization overrides ({@link AimetEncodings}) when a QNN SDK target will read it.
+ * A quantized checkpoint with calibrated activation encodings ({@link ActivationEncodings}) exports its static QDQ
+ * graphs fully quantized; their reference is then the graphs themselves run by ONNX Runtime on this CPU.
  */
 public final class ExportPass {
     /** How a quantized model's linears are written; a float model ignores it. */
@@ -96,6 +100,7 @@ public final class ExportPass {
             MemoryPlan.require(MemoryPlan.streaming(Stage.EXPORT, ckpt.config()));
             warnings.addAll(ckpt.warnings());
             QuantizedModel qm = null;
+            ActivationEncodings act = null;
             if (!QuantizedCheckpoint.isQuantized(model)) {
                 ExportInfo info = DecoderExporter.export(ckpt, out, o.export(), LinearFormat.FLOAT, progress);
                 outputs.add(new Output(out, "onnx-" + variant));
@@ -103,7 +108,7 @@ public final class ExportPass {
             } else {
                 qm = QuantizedCheckpoint.read(ckpt);
                 // the quantize pass's calibrated activation ranges: a static QDQ export is then fully quantized
-                ActivationEncodings act = o.export().variant() == Variant.STATIC
+                act = o.export().variant() == Variant.STATIC
                         ? ActivationEncodings.read(model.resolve(ActivationEncodings.FILE)) : null;
                 int weightBits = qm.linears().values().iterator().next().spec().bits();
                 report.put("precision", act == null ? Activations.FLOAT.precision(weightBits) : act.settings().precision(weightBits));
@@ -127,13 +132,23 @@ public final class ExportPass {
                     report.putIfAbsent("graphs", info.graphs());
                 }
             }
+            // a fully quantized graph's reference is the graph itself on this CPU (ONNX Runtime runs its Q / DQ as fake
+            // quantization): a device is held to what the graph computes, not to the weight-only forward
+            Path fullyQuantized = act == null ? null : outputs.get(0).dir(); // QDQ comes first
+            if (o.reference() && fullyQuantized != null) {
+                try (Tokenizer tok = Tokenizer.load(model); CausalLm graph = OnnxLm.open(fullyQuantized,
+                        Runtime.getRuntime().availableProcessors())) {
+                    DeviceReference.compute(graph, tok).write(fullyQuantized);
+                }
+            }
+            List<Output> others = outputs.stream().filter(x -> !x.dir().equals(fullyQuantized)).toList();
             // after the graphs, so the float weights are never held while the export streams
-            DecoderWeights weights = o.reference() ? referenceWeights(ckpt, warnings) : null;
+            DecoderWeights weights = o.reference() && !others.isEmpty() ? referenceWeights(ckpt, warnings) : null;
             if (weights != null) {
                 weights = qm == null ? weights : qm.fakeQuantized(weights);
                 try (Tokenizer tok = Tokenizer.load(model)) {
                     DeviceReference ref = DeviceReference.compute(new DecoderForward(weights), tok);
-                    outputs.forEach(x -> ref.write(x.dir()));
+                    others.forEach(x -> ref.write(x.dir()));
                 }
             }
         }

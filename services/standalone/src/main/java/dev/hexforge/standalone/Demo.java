@@ -139,23 +139,32 @@ final class Demo {
             return null;
         }
         JsonNode stages = job.path("stages");
+        String precision = null;
         for (JsonNode stage : stages) {
             JsonNode report = stage.path("report");
             if (report.has("quantizedPerplexity")) {
                 System.out.printf("quantize %s: ppl %.4f -> %.4f (gate %s), greedy agreement %.0f%%%n", report.path("spec").asText(),
                         report.path("floatPerplexity").asDouble(), report.path("quantizedPerplexity").asDouble(),
                         report.path("gatePassed").asBoolean() ? "passed" : "FAILED", report.path("greedyAgreement").asDouble() * 100);
+                JsonNode a = report.path("activations");
+                if (a.isObject()) {
+                    System.out.printf("         %s static graph, every activation quantized (KV cache %d-bit, ranges from %d "
+                                    + "calibration chunks): ppl %.4f -> %.4f, greedy agreement %.0f%%%n", a.path("precision").asText(),
+                            a.path("kvBits").asInt(), a.path("calibrationChunks").asInt(), report.path("floatPerplexity").asDouble(),
+                            a.path("perplexity").asDouble(), a.path("greedyAgreement").asDouble() * 100);
+                }
             }
             if (report.has("htpArch")) {
-                System.out.printf("compile  %s bundle for %s (%s, HTP v%d): graphs %s, CPU fallback disabled%n",
-                        report.path("target").asText(), report.path("soc").asText(), report.path("socName").asText(),
+                precision = report.path("precision").asText(null);
+                System.out.printf("compile  %s bundle (%s) for %s (%s, HTP v%d): graphs %s, CPU fallback disabled%n",
+                        report.path("target").asText(), precision, report.path("soc").asText(), report.path("socName").asText(),
                         report.path("htpArch").asInt(), report.path("graphs").properties().stream().map(java.util.Map.Entry::getKey).toList());
             }
             for (JsonNode b : report.path("results")) {
-                System.out.printf("bench    %s on device %s: load %.2f s, TTFT %.1f ms, prefill %.0f tokens/s, decode %.0f tokens/s "
+                System.out.printf("bench    %s on device %s, the %s bundle: load %.2f s, TTFT %.1f ms, prefill %.0f tokens/s, decode %.0f tokens/s "
                                 + "(%.0f%% of the %.1f GB/s bandwidth limit), peak RSS %d MB, token agreement with the host reference %.0f%%, "
                                 + "perplexity %.2f (host %.2f); not available: %s%n",
-                        b.path("backend").asText(), report.path("device").asText(), b.path("loadSeconds").asDouble(),
+                        b.path("backend").asText(), report.path("device").asText(), precision, b.path("loadSeconds").asDouble(),
                         b.path("timeToFirstTokenMs").asDouble(), b.path("prefillTokensPerSecond").asDouble(),
                         b.path("decodeTokensPerSecond").asDouble(), b.path("efficiency").asDouble() * 100,
                         b.path("memoryBandwidthBytesPerSecond").asDouble() / 1e9, b.path("peakRssBytes").asLong() >> 20,
@@ -245,9 +254,14 @@ final class Demo {
     }
 
     private static void check(Path model, Path onnx, Path text) throws Exception {
+        String recorded = dev.hexforge.onnx.export.ExportInfo.read(onnx).precision();
+        dev.hexforge.onnx.qnn.Precision precision = recorded == null || recorded.equals("float") ? null
+                : dev.hexforge.onnx.qnn.Precision.parse(recorded);
         for (String g : new String[]{"prompt.onnx", "token.onnx"}) {
-            QnnPreflight.Report r = QnnPreflight.check(onnx.resolve("onnx").resolve(g));
-            System.out.printf("qnn      %-11s %s%n", g, r.clean() ? "clean (HTP ops only, fixed shapes)" : r.problems());
+            QnnPreflight.Report r = QnnPreflight.check(onnx.resolve("onnx").resolve(g), precision);
+            System.out.printf("qnn      %-11s %s%n", g, !r.clean() ? r.problems() : precision != null && precision.quantizesActivations()
+                    ? "clean for " + precision.id() + " (HTP ops only, fixed shapes, every activation quantized)"
+                    : "clean (HTP ops only, fixed shapes" + (recorded == null ? "" : ", " + recorded) + ")");
         }
         try (Checkpoint ckpt = Checkpoint.open(model); Tokenizer tok = Tokenizer.load(model); CausalLm lm = OnnxLm.open(onnx, 0)) {
             int[] ids = tok.encode("First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\n");
@@ -257,8 +271,8 @@ final class Demo {
             System.out.println("         " + (Arrays.equals(got, expected) ? "identical to the float Java reference forward"
                     : "differs from the float Java reference forward (expected for a quantized model)"));
             Perplexity.Result p = Perplexity.evaluate(lm, tok.encode(Files.readString(text)), 128, null);
-            System.out.printf("ppl      %.4f on eval.txt (%d tokens; reference: float 90.1588, int8 RTN 90.1740)%n",
-                    p.perplexity(), p.scoredTokens());
+            System.out.printf("ppl      %.4f on eval.txt, %s (%d tokens; reference: float 90.1588, weight-only int8 RTN 90.1740)%n",
+                    p.perplexity(), recorded, p.scoredTokens());
         }
     }
 

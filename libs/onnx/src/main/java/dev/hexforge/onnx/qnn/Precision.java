@@ -35,6 +35,11 @@ public enum Precision {
         return id;
     }
 
+    /** 16 or 8; 0 when activations stay float. */
+    public int activationBits() {
+        return activationBits;
+    }
+
     /** Whether every activation must be quantized (a Q / DQ pair) for the HTP to run the graph as built. */
     public boolean quantizesActivations() {
         return activationBits > 0;

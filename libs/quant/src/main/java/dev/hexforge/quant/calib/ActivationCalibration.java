@@ -38,8 +38,9 @@ import java.util.Map;
  * fed every chunk's hidden states from the layer before, and returning every float activation under the name it has
  * in the full graphs. The heap holds one layer's session and the chunks' hidden states.
  *
- * <p>Ranges: the KV cache entries (and 8-bit activations) by the clipping that minimises the squared error of their
- * values (searched on a sample); 16-bit activations by their minimum and maximum; the attention mask exactly (0 and
+ * <p>Ranges, chosen by measurement (docs/npu-precision.md): the KV cache entries by the clipping that minimises the
+ * squared error of their values (searched on a sample); every other activation, at 16 or 8 bits, by its minimum and
+ * maximum (the squared-error search raised perplexity there); the attention mask exactly (0 and
  * its negative); the masked attention scores by their unmasked values down to {@link #MASKED_MARGIN} below the
  * smallest, so a masked score still weighs exp(-20) or less after the softmax. A layer's past cache input has its
  * new entries' encoding, so cache slots pass between runs unchanged.
@@ -97,7 +98,7 @@ public final class ActivationCalibration {
             }
         }
         progress.update("calibrate activations", parts.size(), parts.size());
-        return new ActivationEncodings(settings, "kv cache: mse; activations: " + (settings.bits() == 8 ? "mse" : "min/max"),
+        return new ActivationEncodings(settings, "kv cache: mse; activations: min/max",
                 pieces.size(), encodings);
     }
 
@@ -152,13 +153,13 @@ public final class ActivationCalibration {
                                 b.get(hidden[p]);
                                 b.rewind();
                             }
-                            ranges.computeIfAbsent(e.getKey(), k -> new TensorRange(pieces.size())).add(b);
+                            ranges.computeIfAbsent(e.getKey(), k -> new TensorRange(pieces.size(), isCache(k))).add(b);
                         }
                     }
                     // the inputs are activations too: this layer's hidden states and the mask
                     for (String name : List.of(layer == 0 ? "" : GraphParts.hidden(layer), "attention_mask")) {
                         if (!name.isEmpty()) {
-                            ranges.computeIfAbsent(name, k -> new TensorRange(pieces.size())).add(in.get(name).getFloatBuffer());
+                            ranges.computeIfAbsent(name, k -> new TensorRange(pieces.size(), false)).add(in.get(name).getFloatBuffer());
                         }
                     }
                 } finally {
@@ -170,32 +171,35 @@ public final class ActivationCalibration {
         }
     }
 
+    /** A KV cache entry: a layer's new keys or values, or its past cache input. */
+    static boolean isCache(String name) {
+        return name.startsWith("present.") || name.startsWith("past_key_values.");
+    }
+
     static Encoding choose(String name, TensorRange r, Activations settings) {
-        boolean cache = name.startsWith("present.") || name.startsWith("past_key_values.");
+        boolean cache = isCache(name);
         int bits = cache ? settings.kvBits() : settings.bits();
         if (name.equals("attention_mask")) {
             return Encoding.ofRange(r.min, r.max, bits);
         }
         double lo = r.masked ? Math.max(r.min, r.unmaskedMin - MASKED_MARGIN) : r.min;
         double hi = r.max;
-        if (bits == 8) {
-            return r.mse(lo, hi, bits);
-        }
-        return Encoding.ofRange(lo, hi, bits);
+        return cache ? r.mse(lo, hi, bits) : Encoding.ofRange(lo, hi, bits);
     }
 
-    /** A tensor's range over the calibration runs, and a strided sample of its (unmasked) values. */
+    /** A tensor's range over the calibration runs, and for a cache entry a strided sample of its values. */
     static final class TensorRange {
         double min = Double.POSITIVE_INFINITY;
         double max = Double.NEGATIVE_INFINITY;
         double unmaskedMin = Double.POSITIVE_INFINITY;
         boolean masked;
-        final float[] sample = new float[SAMPLE];
+        final float[] sample;
         int sampled;
         private final int runs;
 
-        TensorRange(int runs) {
+        TensorRange(int runs, boolean sampled) {
             this.runs = runs;
+            this.sample = new float[sampled ? SAMPLE : 0];
         }
 
         void add(FloatBuffer b) {
@@ -217,7 +221,7 @@ public final class ActivationCalibration {
                 if (v < unmaskedMin) {
                     unmaskedMin = v;
                 }
-                if (i % stride == 0 && sampled < SAMPLE) {
+                if (sampled < sample.length && i % stride == 0) {
                     sample[sampled++] = v;
                 }
             }
