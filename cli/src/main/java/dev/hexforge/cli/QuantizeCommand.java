@@ -127,6 +127,7 @@ final class QuantizeCommand implements Callable<Integer> {
                 System.out.printf("%s (the static graph with every activation quantized, KV cache %d-bit): perplexity %.4f -> %.4f "
                         + "(delta %.4f), greedy agreement %.0f%%%n", a.precision(), a.kvBits(), rep.floatPerplexity(), a.perplexity(),
                         a.deltaPerplexity(), a.greedyAgreement() * 100);
+                System.out.println("noisiest activations: " + String.join(", ", a.noisiest()));
             }
             outputs.forEach(o -> System.out.println("wrote " + o));
             System.out.println("report " + out.resolve(QuantizePipeline.REPORT));

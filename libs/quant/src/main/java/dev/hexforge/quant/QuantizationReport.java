@@ -35,9 +35,12 @@ public record QuantizationReport(String method, String spec, String head, List<S
      * @param rangeMethod        how each kind of tensor's range was chosen
      * @param calibrationChunks  chunks of calibration text the ranges were measured on
      * @param deltaPerplexity    the rise over the float model (compare {@code deltaPerplexity}, the weight-only rise)
+     * @param noisiest           the activations whose quantization is noisiest: lowest signal-to-quantization-noise
+     *                           ratio on the calibration chunks
      */
     public record Activations(String precision, int activationBits, int kvBits, String rangeMethod, int calibrationChunks,
-                              double calibrationSeconds, double perplexity, double deltaPerplexity, double greedyAgreement) {
+                              double calibrationSeconds, double perplexity, double deltaPerplexity, double greedyAgreement,
+                              List<String> noisiest) {
     }
 
     /**

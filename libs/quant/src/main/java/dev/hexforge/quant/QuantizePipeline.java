@@ -45,6 +45,11 @@ import java.util.Map;
  * this CPU: the quantized model as a MatMulNBits export at accuracy level 4 (int8 activations, the CPU fast path;
  * QDQ where MatMulNBits cannot hold the spec), the float model as a float export whose scores are cached by the
  * model's digest. Perplexity rise and teacher-forced top-1 agreement come from the same windows.
+ *
+ * <p>With quantized activations ({@link QuantizeOptions#activations}), the activation ranges are calibrated on the
+ * weight-quantized model layer by layer ({@link ActivationCalibration}), the fully quantized static graph is scored on
+ * the same windows, the gate holds both rises, and the encodings are kept beside the checkpoint
+ * ({@link ActivationEncodings#FILE}) for the export.
  */
 public final class QuantizePipeline {
     public static final String REPORT = "quantization_report.json";
@@ -205,7 +210,7 @@ public final class QuantizePipeline {
             fullReport = new QuantizationReport.Activations(opt.activations().precision(opt.spec().bits()),
                     opt.activations().bits(), opt.activations().kvBits(), activations.rangeMethod(),
                     activations.calibrationSequences(), calibrationSeconds, full.result().perplexity(),
-                    full.result().perplexity() - fpPpl, full.agreement(fp));
+                    full.result().perplexity() - fpPpl, full.agreement(fp), activations.noisiest());
         }
         boolean passed = delta <= opt.maxDeltaPpl() && (fullReport == null || fullReport.deltaPerplexity() <= opt.maxDeltaPpl());
         List<String> worst = layers.stream().sorted(Comparator.comparingDouble(QuantizationReport.LayerReport::relativeError).reversed())

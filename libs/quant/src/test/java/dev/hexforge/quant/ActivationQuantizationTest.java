@@ -129,6 +129,8 @@ class ActivationQuantizationTest {
             assertEquals("w4a16", r.activations().precision());
             assertEquals(r.activations().perplexity() - r.floatPerplexity(), r.activations().deltaPerplexity(), 1e-9);
             assertTrue(Files.isRegularFile(out.resolve("checkpoint").resolve(ActivationEncodings.FILE)));
+            assertEquals(5, r.activations().noisiest().size(), "the noisiest activations are named: " + r.activations().noisiest());
+            assertTrue(r.activations().noisiest().get(0).contains("dB"), r.activations().noisiest().toString());
             // quantizing the activations costs each method under half a point over its weight-only rise
             assertTrue(r.activations().deltaPerplexity() - r.deltaPerplexity() <= 0.005 * r.floatPerplexity(),
                     method + ": w4a16 " + r.activations().perplexity() + ", weights only " + r.quantizedPerplexity());

@@ -9,16 +9,18 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
 /**
  * The calibrated encoding of every activation of a model's static graphs, by tensor name (names are the graph's own,
- * the same in the prompt and the token graph and in every part), with the settings they were chosen for and how
- * ranges were chosen. Stored as {@code activations.json} beside a quantized checkpoint.
+ * the same in the prompt and the token graph and in every part), with the settings they were chosen for, how ranges
+ * were chosen and the activations whose quantization is noisiest (lowest signal-to-quantization-noise ratio on the
+ * calibration chunks). Stored as {@code activations.json} beside a quantized checkpoint.
  */
 public record ActivationEncodings(Activations settings, String rangeMethod, int calibrationSequences,
-                                  Map<String, Encoding> tensors) {
+                                  List<String> noisiest, Map<String, Encoding> tensors) {
     public static final String FILE = "activations.json";
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
@@ -27,6 +29,7 @@ public record ActivationEncodings(Activations settings, String rangeMethod, int 
             throw new IllegalArgumentException("float activations have no encodings");
         }
         tensors = Map.copyOf(tensors);
+        noisiest = List.copyOf(noisiest);
     }
 
     public void write(Path file) {
@@ -35,6 +38,7 @@ public record ActivationEncodings(Activations settings, String rangeMethod, int 
         root.put("kvBits", settings.kvBits());
         root.put("rangeMethod", rangeMethod);
         root.put("calibrationSequences", calibrationSequences);
+        noisiest.forEach(root.putArray("noisiest")::add);
         ObjectNode t = root.putObject("tensors");
         new TreeMap<>(tensors).forEach((name, e) -> t.putObject(name).put("bits", e.bits()).put("scale", e.scale())
                 .put("zeroPoint", e.zeroPoint()));
@@ -56,8 +60,10 @@ public record ActivationEncodings(Activations settings, String rangeMethod, int 
             root.path("tensors").fields().forEachRemaining(e -> tensors.put(e.getKey(), new Encoding(
                     e.getValue().path("bits").asInt(), (float) e.getValue().path("scale").asDouble(),
                     e.getValue().path("zeroPoint").asInt())));
+            List<String> noisiest = new java.util.ArrayList<>();
+            root.path("noisiest").forEach(n -> noisiest.add(n.asText()));
             return new ActivationEncodings(new Activations(root.path("activations").asInt(), root.path("kvBits").asInt()),
-                    root.path("rangeMethod").asText(), root.path("calibrationSequences").asInt(), tensors);
+                    root.path("rangeMethod").asText(), root.path("calibrationSequences").asInt(), noisiest, tensors);
         } catch (IOException | IllegalArgumentException e) {
             throw new IllegalArgumentException(file + ": not readable activation encodings: " + e.getMessage(), e);
         }

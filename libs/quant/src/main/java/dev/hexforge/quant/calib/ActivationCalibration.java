@@ -53,6 +53,10 @@ public final class ActivationCalibration {
     /** How far below the smallest unmasked attention score the masked ones are clamped. */
     public static final double MASKED_MARGIN = 20;
     static final int SAMPLE = 1 << 16;
+    /** Values sampled of an activation that is not a cache entry: enough for its signal-to-noise figure. */
+    static final int SMALL_SAMPLE = 1 << 12;
+    /** The activations with the lowest signal-to-quantization-noise ratio named in the report. */
+    static final int NOISIEST = 5;
     private static final float MASKED = -30000f;
 
     private ActivationCalibration() {
@@ -82,6 +86,7 @@ public final class ActivationCalibration {
             throw new UncheckedIOException("writing calibration graphs into " + scratch + ": " + e.getMessage(), e);
         }
         Map<String, Encoding> encodings = new LinkedHashMap<>();
+        Map<String, Double> noise = new HashMap<>();
         float[][] hidden = new float[pieces.size()][];
         int threads = Runtime.getRuntime().availableProcessors();
         for (int l = 0; l < parts.size(); l++) {
@@ -92,14 +97,20 @@ public final class ActivationCalibration {
                 runLayer(c, parts.get(layer), layer, pieces, hidden, seq, ctx, threads, ranges);
                 return null;
             });
-            ranges.forEach((name, r) -> encodings.putIfAbsent(name, choose(name, r, settings)));
+            ranges.forEach((name, r) -> {
+                Encoding e = encodings.computeIfAbsent(name, n -> choose(n, r, settings));
+                if (!name.equals("attention_mask")) {
+                    noise.put(name, r.sqnrDb(e));
+                }
+            });
             for (String kind : List.of("key", "value")) {
                 encodings.put("past_key_values." + l + "." + kind, encodings.get("present." + l + "." + kind));
             }
         }
         progress.update("calibrate activations", parts.size(), parts.size());
-        return new ActivationEncodings(settings, "kv cache: mse; activations: min/max",
-                pieces.size(), encodings);
+        List<String> noisiest = noise.entrySet().stream().sorted(Map.Entry.comparingByValue()).limit(NOISIEST)
+                .map(e -> String.format("%s (SQNR %.1f dB)", e.getKey(), e.getValue())).toList();
+        return new ActivationEncodings(settings, "kv cache: mse; activations: min/max", pieces.size(), noisiest, encodings);
     }
 
     static List<int[]> chunks(List<int[]> sequences, int seq, int max) {
@@ -153,13 +164,13 @@ public final class ActivationCalibration {
                                 b.get(hidden[p]);
                                 b.rewind();
                             }
-                            ranges.computeIfAbsent(e.getKey(), k -> new TensorRange(pieces.size(), isCache(k))).add(b);
+                            ranges.computeIfAbsent(e.getKey(), k -> new TensorRange(pieces.size(), isCache(k) ? SAMPLE : SMALL_SAMPLE)).add(b);
                         }
                     }
                     // the inputs are activations too: this layer's hidden states and the mask
                     for (String name : List.of(layer == 0 ? "" : GraphParts.hidden(layer), "attention_mask")) {
                         if (!name.isEmpty()) {
-                            ranges.computeIfAbsent(name, k -> new TensorRange(pieces.size(), false)).add(in.get(name).getFloatBuffer());
+                            ranges.computeIfAbsent(name, k -> new TensorRange(pieces.size(), SMALL_SAMPLE)).add(in.get(name).getFloatBuffer());
                         }
                     }
                 } finally {
@@ -187,7 +198,7 @@ public final class ActivationCalibration {
         return cache ? r.mse(lo, hi, bits) : Encoding.ofRange(lo, hi, bits);
     }
 
-    /** A tensor's range over the calibration runs, and for a cache entry a strided sample of its values. */
+    /** A tensor's range over the calibration runs, and a strided sample of its unmasked values. */
     static final class TensorRange {
         double min = Double.POSITIVE_INFINITY;
         double max = Double.NEGATIVE_INFINITY;
@@ -197,14 +208,14 @@ public final class ActivationCalibration {
         int sampled;
         private final int runs;
 
-        TensorRange(int runs, boolean sampled) {
+        TensorRange(int runs, int sampleSize) {
             this.runs = runs;
-            this.sample = new float[sampled ? SAMPLE : 0];
+            this.sample = new float[sampleSize];
         }
 
         void add(FloatBuffer b) {
             int n = b.remaining();
-            int stride = Math.max(1, (int) ((long) n * runs / SAMPLE));
+            int stride = Math.max(1, (int) ((long) n * runs / Math.max(1, sample.length)));
             int start = b.position();
             for (int i = 0; i < n; i++) {
                 float v = b.get(start + i);
@@ -241,6 +252,18 @@ public final class ActivationCalibration {
                 }
             }
             return best;
+        }
+
+        /** Signal to quantization noise on the sample, in dB (infinite when the encoding represents it exactly). */
+        double sqnrDb(Encoding e) {
+            double signal = 0;
+            double noise = 0;
+            for (int i = 0; i < sampled; i++) {
+                double d = sample[i] - e.roundTrip(sample[i]);
+                signal += (double) sample[i] * sample[i];
+                noise += d * d;
+            }
+            return noise == 0 ? Double.POSITIVE_INFINITY : 10 * Math.log10(signal / noise);
         }
 
         private double error(Encoding e, double lo, double hi) {
