@@ -122,6 +122,13 @@ function quantizeReport(r) {
       r.deltaPerplexity !== null && r.deltaPerplexity !== undefined
         ? `: ΔPPL ${num(r.deltaPerplexity, 4)} (limit ${num(r.maxDeltaPerplexity, 4)})` : ''),
     kv(r, ['method', 'spec', 'floatPerplexity', 'quantizedPerplexity', 'greedyAgreement', 'seconds'])];
+  const a = r.activations;
+  if (a && typeof a === 'object') {
+    parts.push(h('p', {id: 'precision'}, `${a.precision}: the static graph with every activation quantized (KV cache `
+      + `${a.kvBits}-bit), perplexity ${num(a.perplexity, 4)}, ΔPPL ${num(a.deltaPerplexity, 4)}, greedy agreement `
+      + `${num(a.greedyAgreement, 4)}`));
+    if (Array.isArray(a.noisiest) && a.noisiest.length) parts.push(h('p', {}, 'noisiest activations: ', a.noisiest.join('; ')));
+  }
   if (Array.isArray(r.kept) && r.kept.length) parts.push(h('p', {}, 'kept in float: ', r.kept.join(', ')));
   if (Array.isArray(r.worstLayers) && r.worstLayers.length) parts.push(h('p', {}, 'worst layers: ', r.worstLayers.join('; ')));
   if (Array.isArray(r.warnings) && r.warnings.length) parts.push(h('ul', {class: 'warnings'}, r.warnings.map(w => h('li', {}, w))));
