@@ -92,13 +92,10 @@ class JobController {
     @GetMapping(value = "/{id}/events", produces = "text/event-stream")
     SseEmitter events(@PathVariable UUID id, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) throws java.io.IOException {
         jobs.get(id, tenant); // 404 for another tenant's job before anything is opened
-        SseEmitter e = hub.open(id);
+        JobEventHub.JobStream s = hub.open(id);
         JobEntity j = jobs.get(id, tenant); // read after opening, so no event falls between the view and the stream
-        e.send(SseEmitter.event().name("job").data(view(j, false)));
-        if (j.state != JobEntity.State.RUNNING) {
-            e.complete();
-        }
-        return e;
+        s.start(view(j, false), j.state != JobEntity.State.RUNNING);
+        return s.emitter();
     }
 
     @PostMapping("/{id}/cancel")
