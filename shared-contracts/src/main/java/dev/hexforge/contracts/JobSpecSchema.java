@@ -207,6 +207,10 @@ public final class JobSpecSchema {
                 return checkObject(f, v, p, problems);
             }
             case STRING -> {
+                // YAML reads `activations: 16` as a number: a whole number spelled as one of the allowed values is that value
+                if (v.isIntegralNumber() && f.allowed() != null && f.allowed().contains(v.asText())) {
+                    return com.fasterxml.jackson.databind.node.TextNode.valueOf(v.asText());
+                }
                 if (!v.isTextual() || v.asText().isBlank()) {
                     problems.add(new Problem(p, "must be a non-empty string"));
                     return null;

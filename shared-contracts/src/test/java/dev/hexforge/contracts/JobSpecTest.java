@@ -120,6 +120,27 @@ class JobSpecTest {
         }
     }
 
+    @Test
+    void activationsAndTheCacheBitsAreOneOfTheirValues() {
+        JobSpec.Quantize q = JobSpecReader.read("{\"model\": \"/m\"}").quantize();
+        assertEquals("auto", q.activations());
+        assertEquals(8, q.kvBits());
+        assertEquals(16, JobSpecReader.read("{\"model\": \"/m\", \"quantize\": {\"activations\": \"8\", \"kvBits\": 16}}")
+                .quantize().kvBits());
+        // YAML reads `activations: 16` as a number: the value is what counts
+        assertEquals("16", JobSpecReader.read("model: /m\nquantize:\n  activations: 16\n").quantize().activations());
+        for (String bad : List.of("\"4\"", "4", "\"FLOAT \"", "\"" + "x".repeat(100_000) + "\"", "[\"16\"]", "{}")) {
+            List<String> p = problems("{\"model\": \"/m\", \"quantize\": {\"activations\": " + bad + "}}");
+            assertTrue(String.join("", p).contains("quantize.activations"), bad.substring(0, Math.min(20, bad.length())) + ": " + p);
+        }
+        for (String bad : List.of("12", "4", "0", "-8", "8.5", "\"8\"", "1e309", "99999999999999999999")) {
+            List<String> p = problems("{\"model\": \"/m\", \"quantize\": {\"kvBits\": " + bad + "}}");
+            assertTrue(String.join("", p).contains("quantize.kvBits"), bad + ": " + p);
+        }
+        assertTrue(String.join("", problems("{\"model\": \"/m\", \"quantize\": {\"kvBits\": 12}}"))
+                .contains("must be one of [8, 16], got 12"));
+    }
+
     /** Names a person reads refuse what would disguise them: bidi overrides, zero-width characters, controls. */
     @Test
     void namesRefuseInvisibleAndDirectionCharacters() {
