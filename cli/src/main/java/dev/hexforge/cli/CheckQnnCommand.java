@@ -29,18 +29,17 @@ final class CheckQnnCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         List<Path> graphs = new ArrayList<>();
-        String recorded = null;
+        Precision recorded = null;
         if (Files.isDirectory(target)) {
             ExportInfo info = ExportInfo.read(target);
             info.graphs().keySet().forEach(role -> graphs.add(info.graph(target, role)));
-            recorded = info.precision() == null || info.precision().equals("float") ? null : info.precision();
+            recorded = Precision.recorded(info.precision());
         } else if (Files.isRegularFile(target)) {
             graphs.add(target);
         } else {
             throw new IllegalArgumentException(target + " does not exist");
         }
-        String asked = precision != null ? precision : recorded;
-        Precision target = asked == null ? null : Precision.parse(asked);
+        Precision target = precision != null ? Precision.parse(precision) : recorded;
         boolean clean = true;
         List<Map<String, Object>> reports = new ArrayList<>();
         for (Path g : graphs) {

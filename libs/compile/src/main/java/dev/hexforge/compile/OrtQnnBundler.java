@@ -50,7 +50,7 @@ public final class OrtQnnBundler {
         Map<String, GraphIo> io = new LinkedHashMap<>();
         for (Map.Entry<String, String> g : info.graphs().entrySet()) {
             Path graph = export.resolve(g.getValue());
-            QnnPreflight.Report r = QnnPreflight.check(graph, precision(info));
+            QnnPreflight.Report r = QnnPreflight.check(graph, Precision.recorded(info.precision()));
             preflight.put(g.getKey(), r);
             if (!r.clean()) {
                 boolean tooBig = r.weightBytes() > r.weightLimitBytes();
@@ -109,14 +109,6 @@ public final class OrtQnnBundler {
         search.put("max_length", info.contextLength());
         search.put("do_sample", false);
         return root;
-    }
-
-    /** The precision an export says its graphs are in, held to by the pre-flight; null for float or older exports. */
-    static Precision precision(ExportInfo info) {
-        if (info.precision() == null || info.precision().equals("float")) {
-            return null;
-        }
-        return Precision.parse(info.precision());
     }
 
     private static ObjectNode manifest(ExportInfo info, Soc soc, Map<String, GraphIo> io, Map<String, QnnPreflight.Report> pre,

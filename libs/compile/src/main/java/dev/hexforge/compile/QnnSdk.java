@@ -76,7 +76,7 @@ public final class QnnSdk {
             throw new CompileException("QNN needs the static export (fixed shapes); this one is " + info.variant().name().toLowerCase(),
                     "set export.variant: static");
         }
-        Precision precision = OrtQnnBundler.precision(info);
+        Precision precision = Precision.recorded(info.precision());
         if (precision == null || !precision.quantizesActivations()) {
             throw new CompileException("the QNN converter needs every activation's encoding, and this export's activations are float ("
                     + (info.precision() == null ? "an export made before precisions were recorded" : info.precision()) + ")",

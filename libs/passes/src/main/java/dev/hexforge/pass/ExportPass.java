@@ -16,7 +16,6 @@ import dev.hexforge.onnx.export.Variant;
 import dev.hexforge.onnx.runtime.OnnxLm;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.onnx.qdq.ActivationEncodings;
-import dev.hexforge.onnx.qdq.Activations;
 import dev.hexforge.progress.Progress;
 import dev.hexforge.quant.AimetEncodings;
 import dev.hexforge.quant.QuantizedCheckpoint;
@@ -110,8 +109,6 @@ public final class ExportPass {
                 // the quantize pass's calibrated activation ranges: a static QDQ export is then fully quantized
                 act = o.export().variant() == Variant.STATIC
                         ? ActivationEncodings.read(model.resolve(ActivationEncodings.FILE)) : null;
-                int weightBits = qm.linears().values().iterator().next().spec().bits();
-                report.put("precision", act == null ? Activations.FLOAT.precision(weightBits) : act.settings().precision(weightBits));
                 List<Format> formats = o.format() == Format.BOTH ? List.of(Format.QDQ, Format.MATMULNBITS) : List.of(o.format());
                 for (int i = 0; i < formats.size(); i++) {
                     Format f = formats.get(i);
@@ -130,6 +127,7 @@ public final class ExportPass {
                     }
                     outputs.add(new Output(dir, "onnx-" + variant + "-" + f.id()));
                     report.putIfAbsent("graphs", info.graphs());
+                    report.putIfAbsent("precision", info.precision());
                 }
             }
             // a fully quantized graph's reference is the graph itself on this CPU (ONNX Runtime runs its Q / DQ as fake

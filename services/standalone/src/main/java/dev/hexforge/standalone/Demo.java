@@ -255,8 +255,7 @@ final class Demo {
 
     private static void check(Path model, Path onnx, Path text) throws Exception {
         String recorded = dev.hexforge.onnx.export.ExportInfo.read(onnx).precision();
-        dev.hexforge.onnx.qnn.Precision precision = recorded == null || recorded.equals("float") ? null
-                : dev.hexforge.onnx.qnn.Precision.parse(recorded);
+        dev.hexforge.onnx.qnn.Precision precision = dev.hexforge.onnx.qnn.Precision.recorded(recorded);
         for (String g : new String[]{"prompt.onnx", "token.onnx"}) {
             QnnPreflight.Report r = QnnPreflight.check(onnx.resolve("onnx").resolve(g), precision);
             System.out.printf("qnn      %-11s %s%n", g, !r.clean() ? r.problems() : precision != null && precision.quantizesActivations()

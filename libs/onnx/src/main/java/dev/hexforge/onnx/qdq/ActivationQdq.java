@@ -261,14 +261,14 @@ public final class ActivationQdq {
         private String constant(NodeProto n, int i) {
             String name = n.getInput(i);
             TensorProto t = initializers.get(name);
-            float[] v = floats(t);
             if (n.getOpType().equals("Gemm") && i == 2) {
-                return bias(n, name + "/" + n.getName(), v);
+                return bias(n, name + "/" + n.getName(), floats(t));
             }
-            String out = name + "/dq";
             if (readAs.containsKey(name)) {
                 return readAs.get(name);
             }
+            String out = name + "/dq";
+            float[] v = floats(t);
             if (v.length > MAX_CONSTANT_ELEMENTS) {
                 throw new IllegalArgumentException("the float weight " + name + " (" + v.length + " values) cannot run beside "
                         + "quantized activations: quantize it (no --keep for it, an int8 or int4 head) or keep activations float");

@@ -45,6 +45,11 @@ public enum Precision {
         return activationBits > 0;
     }
 
+    /** The precision an export records ({@code export.json}'s {@code precision}); null for float or an export made before it. */
+    public static Precision recorded(String id) {
+        return id == null || id.equals("float") ? null : parse(id);
+    }
+
     public static Precision parse(String id) {
         for (Precision p : values()) {
             if (p.id.equals(id.toLowerCase(Locale.ROOT))) {
