@@ -5,6 +5,8 @@ import dev.hexforge.eval.Perplexity;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.onnx.export.DecoderExporter;
 import dev.hexforge.onnx.export.ExportOptions;
+import dev.hexforge.onnx.export.Variant;
+import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.proto.Onnx.ModelProto;
 import dev.hexforge.onnx.proto.Onnx.NodeProto;
 import dev.hexforge.onnx.qdq.ActivationEncodings;
@@ -169,6 +171,29 @@ class ActivationQuantizationTest {
         QnnPreflight.Report r = QnnPreflight.check(broken, Precision.parse("w4a16"));
         assertEquals(List.of(original), r.floatActivations());
         assertFalse(r.clean());
+    }
+
+    /**
+     * Genie's layout of the same w4a16 model (cos / sin inputs at [-1, 1], transposed keys under the layer's key
+     * encoding, the embedding a part of its own) computes what the static layout does, and is clean for the HTP.
+     */
+    @Test
+    void theGenieLayoutOfTheW4a16ModelComputesWhatTheStaticLayoutDoes() throws Exception {
+        Path genie = tmp.resolve("w4a16-genie");
+        DecoderExporter.export(ckpt, genie, new ExportOptions(Variant.GENIE, 64, 512, 17, 2_000_000), new QdqFormat(w4), w4a16,
+                Progress.NONE);
+        Path same = tmp.resolve("w4a16-static-512");
+        DecoderExporter.export(ckpt, same, ExportOptions.staticShapes(64, 512), new QdqFormat(w4), w4a16, Progress.NONE);
+        double g = perplexity(genie);
+        double s = perplexity(same);
+        assertEquals(s, g, 0.002 * s, "genie " + g + " vs static " + s);
+        ExportInfo info = ExportInfo.read(genie);
+        assertEquals("w4a16", info.precision());
+        assertEquals(List.of("prompt.0", "prompt.1"), info.roles("prompt"), "the embedding, then the rest (at 4 bits under the limit)");
+        for (String role : info.graphs().keySet()) {
+            QnnPreflight.Report r = QnnPreflight.check(info.graph(genie, role), Precision.parse("w4a16"));
+            assertTrue(r.clean(), role + ": " + r.problems());
+        }
     }
 
     @Test

@@ -29,7 +29,10 @@ import java.util.Map;
  *       onnxruntime-genai and transformers.js unchanged;</li>
  *   <li>static: {@code onnx/prompt.onnx} and {@code onnx/token.onnx} sharing the weights file; a model whose
  *       graphs would exceed the per-graph limit is split by layers into {@code prompt_part0.onnx}... and
- *       {@code token_part0.onnx}... (roles {@code prompt.0}, {@code token.0}...), see {@link GraphParts}.</li>
+ *       {@code token_part0.onnx}... (roles {@code prompt.0}, {@code token.0}...), see {@link GraphParts};</li>
+ *   <li>genie: the static graphs in Genie's interface, always in parts (the embedding the first), each graph in a file
+ *       named as Genie knows it, {@code onnx/prompt_ar128_cl4096_1_of_4.onnx}... (roles {@code prompt.0}...), see
+ *       {@link GenieIo}.</li>
  * </ul>
  * The folder is built beside the destination and moved into place only when complete.
  */
@@ -86,13 +89,18 @@ public final class DecoderExporter {
     private static ExportInfo writeInto(Checkpoint ckpt, Path dir, ExportOptions opt, LinearFormat format,
                                         ActivationEncodings activations, Progress progress) throws IOException {
         ModelConfig c = ckpt.config();
-        boolean isStatic = opt.variant() == Variant.STATIC;
+        boolean isStatic = opt.variant().fixedShapes();
+        boolean genie = opt.variant() == Variant.GENIE;
+        if (genie && opt.contextLength() > c.maxPositionEmbeddings()) {
+            throw new ExportException("context length " + opt.contextLength() + " is over the model's max_position_embeddings ("
+                    + c.maxPositionEmbeddings() + "): Genie's RoPE covers the positions the model was trained for; lower export.ctx");
+        }
         ActivationEncodings act = isStatic ? activations : null;
         int opset = Math.max(Math.max(opt.opset(), format.minOpset()), act != null ? ActivationQdq.OPSET : 0);
         Path onnxDir = Files.createDirectories(dir.resolve("onnx"));
         int ropePositions = isStatic ? opt.contextLength() : c.maxPositionEmbeddings();
         WeightFile weights = WeightFile.write(ckpt, onnxDir.resolve(WEIGHTS), ropePositions, format, progress);
-        Map<String, String> meta = new LinkedHashMap<>(Map.of("hexforge.variant", opt.variant().name().toLowerCase(),
+        Map<String, String> meta = new LinkedHashMap<>(Map.of("hexforge.variant", opt.variant().id(),
                 "hexforge.source", ckpt.name()));
         if (act != null) {
             meta.put("hexforge.activations", act.settings().id());
@@ -100,15 +108,20 @@ public final class DecoderExporter {
         }
         Map<String, String> graphs = new LinkedHashMap<>();
         if (isStatic) {
-            List<GraphParts.Part> parts = GraphParts.plan(c, weights, opt.maxGraphBytes());
+            List<GraphParts.Part> parts = GraphParts.plan(c, weights, opt.maxGraphBytes(), genie);
+            Map<String, dev.hexforge.onnx.qdq.Encoding> encodings = act == null ? null
+                    : genie ? GenieIo.encodings(act.tensors(), c.numLayers()) : act.tensors();
             for (String kind : List.of("prompt", "token")) {
-                int seq = kind.equals("prompt") ? opt.promptLength() : 1;
+                boolean prompt = kind.equals("prompt");
+                int seq = prompt ? opt.promptLength() : 1;
                 for (int p = 0; p < parts.size(); p++) {
                     String role = parts.size() == 1 ? kind : kind + "." + p;
-                    String file = (parts.size() == 1 ? kind : kind + "_part" + p) + ".onnx";
-                    ModelProto graph = DecoderGraph.fixedPart(c, weights, format, opset, seq, opt.contextLength(), role, meta, parts.get(p));
+                    String name = genie ? GenieIo.graphName(prompt, seq, opt.contextLength(), p, parts.size()) : role;
+                    String file = (genie ? name : parts.size() == 1 ? kind : kind + "_part" + p) + ".onnx";
+                    ModelProto graph = DecoderGraph.fixedPart(c, weights, format, opset, seq, opt.contextLength(), name, meta,
+                            parts.get(p), opt.variant());
                     if (act != null) {
-                        graph = ActivationQdq.apply(graph, act.tensors(), name -> readFloats(onnxDir, weights.get(name)));
+                        graph = ActivationQdq.apply(graph, encodings, n -> readFloats(onnxDir, weights.get(n)));
                     }
                     writeModel(graph, onnxDir.resolve(file));
                     graphs.put(role, "onnx/" + file);
@@ -151,8 +164,9 @@ public final class DecoderExporter {
         WeightFile weights = WeightFile.write(ckpt, onnxDir.resolve(WEIGHTS), context, format, progress);
         List<Path> parts = new java.util.ArrayList<>();
         for (int l = 0; l < c.numLayers(); l++) {
-            GraphParts.Part part = new GraphParts.Part(l, l + 1, l == c.numLayers() - 1);
-            ModelProto graph = DecoderGraph.fixedPart(c, weights, format, opset, seq, context, "calibration." + l, Map.of(), part);
+            GraphParts.Part part = new GraphParts.Part(l, l + 1, l == 0, l == c.numLayers() - 1);
+            ModelProto graph = DecoderGraph.fixedPart(c, weights, format, opset, seq, context, "calibration." + l, Map.of(), part,
+                    Variant.STATIC);
             Path file = onnxDir.resolve("calibration_layer" + l + ".onnx");
             writeModel(ActivationQdq.withOutputs(graph, ActivationQdq.activations(graph.getGraph())), file);
             parts.add(file);

@@ -22,7 +22,10 @@ import java.util.Map;
  *
  * <p>Dynamic graphs take int64 ids and a 0/1 attention mask and return the whole cache; static graphs take int32
  * ids, a precomputed additive mask of shape [1, 1, seq, context], a past cache of context - seq positions, and
- * return only the new cache entries.
+ * return only the new cache entries. Genie's graphs are static graphs with its interface ({@link GenieIo}): cos / sin
+ * inputs instead of positions and tables, keys cached transposed, its names. The embedding's output is named
+ * {@code hidden_states.0} in every graph, as each layer's output is {@code hidden_states.<layer + 1>}, so that a
+ * graph cut anywhere has the names of the whole one and one calibration covers every layout.
  */
 final class DecoderGraph {
     /** Large finite negative for masked positions: representable in fp16 and exact in fp32. */
@@ -42,10 +45,12 @@ final class DecoderGraph {
     private final LinearFormat format;
     private final GraphBuilder g;
     private final boolean isStatic;
+    private final boolean genie;
     private final int seq;
     private final int context;
     private final int fromLayer;
     private final int toLayer;
+    private final boolean embed;
     private final boolean last;
 
     private final java.util.Set<String> declared = new java.util.HashSet<>();
@@ -54,41 +59,45 @@ final class DecoderGraph {
     private String sin;
     private String mask;
 
-    private DecoderGraph(ModelConfig c, WeightFile weights, LinearFormat format, String name, int opset, boolean isStatic,
-                         int seq, int context, int fromLayer, int toLayer, boolean last) {
+    private DecoderGraph(ModelConfig c, WeightFile weights, LinearFormat format, String name, int opset, Variant variant,
+                         int seq, int context, GraphParts.Part part) {
         this.c = c;
         this.weights = weights;
         this.format = format;
         this.g = new GraphBuilder(name, opset);
         format.domains().forEach(g::addDomain);
-        this.isStatic = isStatic;
+        this.isStatic = variant.fixedShapes();
+        this.genie = variant == Variant.GENIE;
         this.seq = seq;
         this.context = context;
-        this.fromLayer = fromLayer;
-        this.toLayer = toLayer;
-        this.last = last;
+        this.fromLayer = part.from();
+        this.toLayer = part.to();
+        this.embed = part.embed();
+        this.last = part.last();
     }
 
     static ModelProto dynamic(ModelConfig c, WeightFile weights, LinearFormat format, int opset, Map<String, String> metadata) {
-        DecoderGraph d = new DecoderGraph(c, weights, format, "decoder", opset, false, -1, -1, 0, c.numLayers(), true);
+        DecoderGraph d = new DecoderGraph(c, weights, format, "decoder", opset, Variant.DYNAMIC, -1, -1,
+                new GraphParts.Part(0, c.numLayers(), true, true));
         return d.emit(metadata);
     }
 
     /** A static graph of {@code seq} new tokens over {@code context} positions. */
     static ModelProto fixed(ModelConfig c, WeightFile weights, LinearFormat format, int opset, int seq, int context,
                             String name, Map<String, String> metadata) {
-        return fixedPart(c, weights, format, opset, seq, context, name, metadata, new GraphParts.Part(0, c.numLayers(), true));
+        return fixedPart(c, weights, format, opset, seq, context, name, metadata, new GraphParts.Part(0, c.numLayers(), true, true),
+                Variant.STATIC);
     }
 
     /**
-     * One part of a static graph split by layers: layers [from, to); the first part starts from the token ids, a later
-     * one from {@code hidden_states.<from>} (the residual stream entering layer {@code from}); the last part ends in
-     * the logits (it may hold the head alone), an earlier one in {@code hidden_states.<to>}. Each part takes the positions, the mask and the past
-     * cache of its own layers, and returns their new cache entries.
+     * One part of a static or Genie graph split by layers: layers [from, to); a part with the embedding starts from
+     * the token ids, another from {@code hidden_states.<from>} (the residual stream entering layer {@code from}); the
+     * last part ends in the logits (it may hold the head alone), an earlier one in {@code hidden_states.<to>}. A part
+     * with layers takes the positions, the mask and the past cache of its layers, and returns their new cache entries.
      */
     static ModelProto fixedPart(ModelConfig c, WeightFile weights, LinearFormat format, int opset, int seq, int context,
-                                String name, Map<String, String> metadata, GraphParts.Part part) {
-        DecoderGraph d = new DecoderGraph(c, weights, format, name, opset, true, seq, context, part.from(), part.to(), part.last());
+                                String name, Map<String, String> metadata, GraphParts.Part part, Variant variant) {
+        DecoderGraph d = new DecoderGraph(c, weights, format, name, opset, variant, seq, context, part);
         return d.emit(metadata);
     }
 
@@ -102,13 +111,23 @@ final class DecoderGraph {
 
     private ModelProto emit(Map<String, String> metadata) {
         String ids = null;
-        String positions;
-        boolean first = fromLayer == 0;
+        String positions = null;
+        boolean first = embed;
+        // a part of the embedding or the head alone attends to nothing: no positions, mask or cache
+        boolean attends = toLayer > fromLayer;
         if (isStatic) {
             ids = first ? g.input("input_ids", DataType.INT32, 1L, (long) seq)
                     : g.input(GraphParts.hidden(fromLayer), DataType.FLOAT, (long) seq, (long) c.hiddenSize());
-            positions = g.input("position_ids", DataType.INT32, 1L, (long) seq);
-            mask = g.input("attention_mask", DataType.FLOAT, 1L, 1L, (long) seq, (long) context);
+            if (attends && genie) {
+                long half = c.headDim() / 2;
+                cos = g.input(GenieIo.COS, DataType.FLOAT, 1L, 1L, (long) seq, half);
+                sin = g.input(GenieIo.SIN, DataType.FLOAT, 1L, 1L, (long) seq, half);
+            } else if (attends) {
+                positions = g.input("position_ids", DataType.INT32, 1L, (long) seq);
+            }
+            if (attends) {
+                mask = g.input("attention_mask", DataType.FLOAT, 1L, 1L, (long) seq, (long) context);
+            }
         } else {
             ids = g.input("input_ids", DataType.INT64, "batch_size", "sequence_length");
             String padMask = g.input("attention_mask", DataType.INT64, "batch_size", "total_sequence_length");
@@ -119,6 +138,11 @@ final class DecoderGraph {
         long past = isStatic ? context - seq : -1;
         String[][] pastKv = new String[c.numLayers()][2];
         for (int i = fromLayer; i < toLayer; i++) {
+            if (genie) {
+                pastKv[i][0] = g.input(GenieIo.keyIn(i), DataType.FLOAT, (long) c.numKvHeads(), 1L, (long) c.headDim(), past);
+                pastKv[i][1] = g.input(GenieIo.valueIn(i), DataType.FLOAT, (long) c.numKvHeads(), 1L, past, (long) c.headDim());
+                continue;
+            }
             for (int kv = 0; kv < 2; kv++) {
                 String n = "past_key_values." + i + (kv == 0 ? ".key" : ".value");
                 pastKv[i][kv] = isStatic
@@ -137,13 +161,22 @@ final class DecoderGraph {
         } else {
             x = ids;
         }
+        if (first && isStatic) {
+            x = g.rename(x, GraphParts.hidden(0));
+        }
 
-        String cosTable = w(WeightFile.ROPE_COS);
-        String sinTable = w(WeightFile.ROPE_SIN);
-        String axes1 = g.constInt64(1);
-        cos = g.op("/model/rotary", "Unsqueeze", g.op("/model/rotary", "Gather", cosTable, positions), axes1);
-        sin = g.op("/model/rotary", "Unsqueeze", g.op("/model/rotary", "Gather", sinTable, positions), axes1);
-        if (c.groupSize() > 1) {
+        if (attends && genie) {
+            // [1, 1, seq, d/2] to the [1, 1, seq, d] of cat(freqs, freqs)
+            cos = g.op("/model/rotary", "Concat", List.of(cos, cos), Attr.i("axis", 3));
+            sin = g.op("/model/rotary", "Concat", List.of(sin, sin), Attr.i("axis", 3));
+        } else if (attends) {
+            String cosTable = w(WeightFile.ROPE_COS);
+            String sinTable = w(WeightFile.ROPE_SIN);
+            String axes1 = g.constInt64(1);
+            cos = g.op("/model/rotary", "Unsqueeze", g.op("/model/rotary", "Gather", cosTable, positions), axes1);
+            sin = g.op("/model/rotary", "Unsqueeze", g.op("/model/rotary", "Gather", sinTable, positions), axes1);
+        }
+        if (attends && c.groupSize() > 1) {
             mask = g.op("/model/attn_mask", "Concat", Collections.nCopies(c.groupSize(), mask), Attr.i("axis", 2));
         }
 
@@ -187,6 +220,11 @@ final class DecoderGraph {
 
     private void presents() {
         for (int i = fromLayer; i < toLayer; i++) {
+            if (genie) {
+                g.output(GenieIo.keyOut(i), DataType.FLOAT, (long) c.numKvHeads(), 1L, (long) c.headDim(), (long) seq);
+                g.output(GenieIo.valueOut(i), DataType.FLOAT, (long) c.numKvHeads(), 1L, (long) seq, (long) c.headDim());
+                continue;
+            }
             for (String kind : new String[]{"key", "value"}) {
                 String n = "present." + i + "." + kind;
                 if (isStatic) {
@@ -288,7 +326,18 @@ final class DecoderGraph {
         String presentV = "present." + layer + ".value";
         String keys;
         String values;
-        if (isStatic) {
+        String kt = null;
+        if (genie) {
+            // Genie caches keys transposed, [kvh, 1, d, positions], and values as [kvh, 1, positions, d]
+            k = g.rename(k, presentK);
+            v = g.rename(v, presentV);
+            String newKeys = g.opNamed(GenieIo.keyOut(layer), s + "/k_cache", "Transpose",
+                    List.of(g.op(s + "/k_cache", "Reshape", k, g.constInt64(kvh, 1, seq, d))), Attr.ints("perm", 0, 1, 3, 2));
+            String newValues = g.opNamed(GenieIo.valueOut(layer), s + "/v_cache", "Reshape", List.of(v, g.constInt64(kvh, 1, seq, d)));
+            kt = g.op(s + "/k_cache", "Concat", List.of(pastKv[0], newKeys), Attr.i("axis", 3));
+            values = g.op(s + "/v_cache", "Concat", List.of(pastKv[1], newValues), Attr.i("axis", 2));
+            keys = null;
+        } else if (isStatic) {
             k = g.rename(k, presentK);
             v = g.rename(v, presentV);
             keys = g.op(s + "/k_cache", "Concat", List.of(pastKv[0], k), Attr.i("axis", 2));
@@ -298,11 +347,14 @@ final class DecoderGraph {
             values = g.opNamed(presentV, s + "/v_cache", "Concat", List.of(pastKv[1], v), Attr.i("axis", 2));
         }
         // fold the query heads that share one KV head into the sequence axis: [b, kvh, group * seq, d]
-        String grouped = isStatic
-                ? g.constInt64(1, kvh, (long) c.groupSize() * seq, d)
+        // (Genie: [kvh, 1, group * seq, d], the same order, beside its [kvh, 1, ...] cache)
+        String grouped = genie ? g.constInt64(kvh, 1, (long) c.groupSize() * seq, d)
+                : isStatic ? g.constInt64(1, kvh, (long) c.groupSize() * seq, d)
                 : g.constInt64(0, kvh, -1, d);
         String qg = g.op(s + "/q_grouped", "Reshape", q, grouped);
-        String kt = g.op(s, "Transpose", List.of(keys), Attr.ints("perm", 0, 1, 3, 2));
+        if (kt == null) {
+            kt = g.op(s, "Transpose", List.of(keys), Attr.ints("perm", 0, 1, 3, 2));
+        }
         String scores = g.op(s + "/scores", "Mul", g.op(s + "/scores", "MatMul", qg, kt),
                 g.scalarFloat((float) (1.0 / Math.sqrt(d))));
         String probs = g.op(s, "Softmax", List.of(g.op(s + "/scores", "Add", scores, mask)), Attr.i("axis", -1));

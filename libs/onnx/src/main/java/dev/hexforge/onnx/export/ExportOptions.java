@@ -24,13 +24,23 @@ public record ExportOptions(Variant variant, int promptLength, int contextLength
         if (opset < 17 || opset > 21) {
             throw new IllegalArgumentException("opset must be between 17 and 21, got " + opset);
         }
-        if (variant == Variant.STATIC) {
+        if (variant.fixedShapes()) {
             if (contextLength < 2 || contextLength > MAX_CONTEXT_LENGTH) {
                 throw new IllegalArgumentException("context length must be between 2 and " + MAX_CONTEXT_LENGTH + ", got " + contextLength);
             }
             if (promptLength < 1 || promptLength >= contextLength) {
                 throw new IllegalArgumentException("prompt length must be between 1 and context length - 1 ("
                         + (contextLength - 1) + "), got " + promptLength);
+            }
+        }
+        if (variant == Variant.GENIE) {
+            if (!GenieIo.PROMPT_LENGTHS.contains(promptLength)) {
+                throw new IllegalArgumentException("a Genie export's prompt length (AR-N) must be one of " + GenieIo.PROMPT_LENGTHS
+                        + ", got " + promptLength);
+            }
+            if (contextLength < GenieIo.MIN_CONTEXT) {
+                throw new IllegalArgumentException("a Genie export's context length must be between " + GenieIo.MIN_CONTEXT + " and "
+                        + MAX_CONTEXT_LENGTH + ", got " + contextLength);
             }
         }
     }

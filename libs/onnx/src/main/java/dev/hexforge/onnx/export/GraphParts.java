@@ -13,8 +13,11 @@ import java.util.Map;
  * norm and the LM head (a tied embedding counts in both), every part the RoPE tables. A model that fits is one part.
  */
 public final class GraphParts {
-    /** Layers [from, to) of one part; the last part also holds the final norm and the LM head. */
-    public record Part(int from, int to, boolean last) {
+    /**
+     * Layers [from, to) of one part; with {@code embed}, the token embedding before them (a part of the embedding
+     * alone has no layers); the last part also holds the final norm and the LM head.
+     */
+    public record Part(int from, int to, boolean embed, boolean last) {
     }
 
     private GraphParts() {
@@ -25,9 +28,14 @@ public final class GraphParts {
         return "hidden_states." + layer;
     }
 
-    static List<Part> plan(ModelConfig c, WeightFile w, long limit) {
+    /**
+     * The parts of a static export; with {@code embeddingApart} (Genie's layout) the embedding is a part of its own
+     * and the layers' parts follow.
+     */
+    static List<Part> plan(ModelConfig c, WeightFile w, long limit, boolean embeddingApart) {
         Map<String, WeightFile.Stored> stored = w.stored();
-        long shared = bytes(stored, WeightFile.ROPE_COS) + bytes(stored, WeightFile.ROPE_SIN);
+        // Genie's graphs take cos / sin as inputs; the static ones hold the tables
+        long shared = embeddingApart ? 0 : bytes(stored, WeightFile.ROPE_COS) + bytes(stored, WeightFile.ROPE_SIN);
         long embed = bytes(stored, TensorNames.EMBED);
         long head = bytes(stored, TensorNames.FINAL_NORM) + bytes(stored, c.tieWordEmbeddings() ? TensorNames.EMBED : TensorNames.LM_HEAD);
         long[] layer = new long[c.numLayers()];
@@ -39,11 +47,19 @@ public final class GraphParts {
             }
         });
         List<Part> parts = new ArrayList<>();
+        if (embeddingApart) {
+            if (embed > limit) {
+                throw new ExportException("the token embedding alone needs " + embed + " bytes of weights, over the per-graph limit of "
+                        + limit + " bytes: quantize it (quantize.head: int8 or int4)");
+            }
+            parts.add(new Part(0, 0, true, false));
+        }
+        boolean embedFirst = !embeddingApart;
         int from = 0;
-        long size = shared + embed;
+        long size = shared + (embedFirst ? embed : 0);
         for (int i = 0; i < layer.length; i++) {
             if (size + layer[i] > limit && i > from) {
-                parts.add(new Part(from, i, false));
+                parts.add(new Part(from, i, embedFirst && from == 0, false));
                 from = i;
                 size = shared;
             }
@@ -54,7 +70,7 @@ public final class GraphParts {
             }
         }
         if (size + head > limit) {
-            parts.add(new Part(from, layer.length, false));
+            parts.add(new Part(from, layer.length, embedFirst && from == 0, false));
             from = layer.length;
             size = shared;
         }
@@ -62,7 +78,7 @@ public final class GraphParts {
             throw new ExportException("the LM head alone needs " + (shared + head) + " bytes of weights, over the per-graph limit of "
                     + limit + " bytes: quantize to fewer bits");
         }
-        parts.add(new Part(from, layer.length, true));
+        parts.add(new Part(from, layer.length, embedFirst && from == 0, true));
         return parts;
     }
 

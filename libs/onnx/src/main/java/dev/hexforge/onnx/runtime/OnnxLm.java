@@ -38,7 +38,7 @@ public final class OnnxLm {
         ExportInfo info = ExportInfo.read(dir);
         return switch (info.variant()) {
             case DYNAMIC -> new DynamicOnnxLm(dir, info, threads, qnn, profileDir, rows);
-            case STATIC -> new StaticOnnxLm(dir, info, threads, qnn, profileDir);
+            case STATIC, GENIE -> new StaticOnnxLm(dir, info, threads, qnn, profileDir);
         };
     }
 }

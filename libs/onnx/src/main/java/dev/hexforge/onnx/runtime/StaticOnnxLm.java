@@ -6,7 +6,11 @@ import ai.onnxruntime.OrtException;
 import ai.onnxruntime.OrtSession;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.DecodeSession;
+import dev.hexforge.checkpoint.ModelConfig;
+import dev.hexforge.forward.Rope;
 import dev.hexforge.onnx.export.ExportInfo;
+import dev.hexforge.onnx.export.GenieIo;
+import dev.hexforge.onnx.export.Variant;
 
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
@@ -21,20 +25,27 @@ import java.util.Map;
  * then one token at a time through the token graph. The host keeps the KV cache in a fixed buffer of
  * {@code contextLength} slots per layer, feeds the first {@code context - seq} slots as past with an additive mask
  * marking which are filled, and appends the new entries each graph returns. A graph split into parts runs as a
- * pipeline: each part takes the hidden states the one before returned, with its own layers' cache.
+ * pipeline: each part takes the hidden states the one before returned, with its own layers' cache. A Genie export
+ * ({@link GenieIo}) runs the same way with Genie's interface: the host computes each position's cos / sin from the
+ * model's config, as Genie does, and keeps the keys transposed.
  */
 public final class StaticOnnxLm implements CausalLm {
     private final ExportInfo info;
     private final List<Part> prompt;
     private final List<Part> token;
     private final OrtEnvironment env = OrtEnvironment.getEnvironment();
+    private final boolean genie;
+    /** Genie's: the model's RoPE tables over the context, [ctx, head_dim] (cat(freqs, freqs) per position). */
+    private final Rope rope;
 
-    /** One graph of a pipeline with the layers whose cache it takes and returns. */
-    private record Part(OrtSession session, int from, int to, boolean first, boolean last) {
+    /** One graph of a pipeline with the layers whose cache it takes and returns, and the inputs it declares. */
+    private record Part(OrtSession session, int from, int to, boolean first, boolean last, java.util.Set<String> inputs) {
     }
 
     public StaticOnnxLm(Path dir, ExportInfo info, int threads, java.util.Map<String, String> qnn, Path profileDir) {
         this.info = info;
+        this.genie = info.variant() == Variant.GENIE;
+        this.rope = genie ? Rope.of(ModelConfig.read(dir), info.contextLength()) : null;
         List<Part> p = new ArrayList<>();
         List<Part> t = new ArrayList<>();
         try {
@@ -54,19 +65,35 @@ public final class StaticOnnxLm implements CausalLm {
             OrtSession s = OrtSessions.open(info.graph(dir, role), threads, qnn, profileDir == null ? null : profileDir.resolve(role));
             int from = Integer.MAX_VALUE;
             int to = 0;
-            for (String in : s.getInputNames()) {
-                if (in.startsWith("past_key_values.")) {
-                    int layer = Integer.parseInt(in.split("\\.")[1]);
-                    from = Math.min(from, layer);
-                    to = Math.max(to, layer + 1);
+            boolean first = s.getInputNames().contains("input_ids");
+            for (int l = 0; l < info.numLayers(); l++) {
+                if (s.getInputNames().contains(keyIn(l))) {
+                    from = Math.min(from, l);
+                    to = Math.max(to, l + 1);
                 }
             }
             if (from == Integer.MAX_VALUE) {
-                from = info.numLayers(); // a part with the head only
+                from = first ? 0 : info.numLayers(); // a part with the embedding or the head only
                 to = from;
             }
-            into.add(new Part(s, from, to, s.getInputNames().contains("input_ids"), s.getOutputNames().contains("logits")));
+            into.add(new Part(s, from, to, first, s.getOutputNames().contains("logits"), java.util.Set.copyOf(s.getInputNames())));
         }
+    }
+
+    private String keyIn(int layer) {
+        return genie ? GenieIo.keyIn(layer) : "past_key_values." + layer + ".key";
+    }
+
+    private String valueIn(int layer) {
+        return genie ? GenieIo.valueIn(layer) : "past_key_values." + layer + ".value";
+    }
+
+    private String keyOut(int layer) {
+        return genie ? GenieIo.keyOut(layer) : "present." + layer + ".key";
+    }
+
+    private String valueOut(int layer) {
+        return genie ? GenieIo.valueOut(layer) : "present." + layer + ".value";
     }
 
     private static void closeQuietly(OrtSession s) {
@@ -144,10 +171,14 @@ public final class StaticOnnxLm implements CausalLm {
             int[] idBuf = StaticInputs.ids(chunk, seq);
             int[] posBuf = StaticInputs.positions(length, seq, ctx);
             float[] mask = StaticInputs.mask(length, seq, ctx, info.maskNegative());
-            long[] pastShape = {1, kvh, past, d};
+            long[] pastShape = genie ? new long[]{kvh, 1, past, d} : new long[]{1, kvh, past, d};
+            long[] pastKeyShape = genie ? new long[]{kvh, 1, d, past} : pastShape;
+            long[] halfShape = {1, 1, seq, d / 2};
             OnnxTensor hidden = null;
             try (OnnxTensor ids = OnnxTensor.createTensor(env, IntBuffer.wrap(idBuf), new long[]{1, seq});
                  OnnxTensor pos = OnnxTensor.createTensor(env, IntBuffer.wrap(posBuf), new long[]{1, seq});
+                 OnnxTensor cos = genie ? OnnxTensor.createTensor(env, halfTable(rope.cos(), posBuf), halfShape) : null;
+                 OnnxTensor sin = genie ? OnnxTensor.createTensor(env, halfTable(rope.sin(), posBuf), halfShape) : null;
                  OnnxTensor maskT = OnnxTensor.createTensor(env, FloatBuffer.wrap(mask), new long[]{1, 1, seq, ctx})) {
                 float[][] logits = null;
                 for (Part part : graph) {
@@ -158,11 +189,20 @@ public final class StaticOnnxLm implements CausalLm {
                         } else {
                             in.put(dev.hexforge.onnx.export.GraphParts.hidden(part.from()), hidden);
                         }
-                        in.put("position_ids", pos);
-                        in.put("attention_mask", maskT);
+                        Map<String, OnnxTensor> shared = new HashMap<>(Map.of("position_ids", pos, "attention_mask", maskT));
+                        if (genie) {
+                            shared.put(GenieIo.COS, cos);
+                            shared.put(GenieIo.SIN, sin);
+                        }
+                        shared.forEach((name, t) -> {
+                            if (part.inputs().contains(name)) {
+                                in.put(name, t);
+                            }
+                        });
                         for (int l = part.from(); l < part.to(); l++) {
-                            in.put("past_key_values." + l + ".key", OnnxTensor.createTensor(env, pastSlots(keys[l], past), pastShape));
-                            in.put("past_key_values." + l + ".value", OnnxTensor.createTensor(env, pastSlots(values[l], past), pastShape));
+                            FloatBuffer k = genie ? pastSlotsTransposed(keys[l], past) : pastSlots(keys[l], past);
+                            in.put(keyIn(l), OnnxTensor.createTensor(env, k, pastKeyShape));
+                            in.put(valueIn(l), OnnxTensor.createTensor(env, pastSlots(values[l], past), pastShape));
                         }
                         OrtSession session = part.session();
                         try (OrtSession.Result r = OrtRuns.run(o -> session.run(in, o))) {
@@ -182,16 +222,23 @@ public final class StaticOnnxLm implements CausalLm {
                                 hidden = OnnxTensor.createTensor(env, copy, h.getInfo().getShape());
                             }
                             for (int l = part.from(); l < part.to(); l++) {
-                                append(keys[l], ((OnnxTensor) r.get("present." + l + ".key").orElseThrow()).getFloatBuffer(), seq, n);
-                                append(values[l], ((OnnxTensor) r.get("present." + l + ".value").orElseThrow()).getFloatBuffer(), seq, n);
+                                FloatBuffer k = ((OnnxTensor) r.get(keyOut(l)).orElseThrow()).getFloatBuffer();
+                                if (genie) {
+                                    appendTransposed(keys[l], k, seq, n);
+                                } else {
+                                    append(keys[l], k, seq, n);
+                                }
+                                append(values[l], ((OnnxTensor) r.get(valueOut(l)).orElseThrow()).getFloatBuffer(), seq, n);
                             }
                         }
                     } finally {
-                        in.forEach((k, v) -> {
-                            if (k.startsWith("past_key_values.")) {
-                                v.close();
+                        for (int l = part.from(); l < part.to(); l++) {
+                            for (String name : List.of(keyIn(l), valueIn(l))) {
+                                if (in.get(name) != null) {
+                                    in.get(name).close();
+                                }
                             }
-                        });
+                        }
                     }
                 }
                 length += n;
@@ -210,6 +257,40 @@ public final class StaticOnnxLm implements CausalLm {
             FloatBuffer b = FloatBuffer.allocate(kvh * past * d);
             for (int h = 0; h < kvh; h++) {
                 b.put(cache, h * ctx * d, past * d);
+            }
+            return b.flip();
+        }
+
+        /** The first {@code past} slots of every head, transposed as Genie caches keys: [kvh, d, past]. */
+        private FloatBuffer pastSlotsTransposed(float[] cache, int past) {
+            float[] t = new float[kvh * d * past];
+            for (int h = 0; h < kvh; h++) {
+                for (int p = 0; p < past; p++) {
+                    for (int j = 0; j < d; j++) {
+                        t[(h * d + j) * past + p] = cache[h * ctx * d + p * d + j];
+                    }
+                }
+            }
+            return FloatBuffer.wrap(t);
+        }
+
+        /** As {@link #append}, from Genie's transposed keys [kvh, d, seq]. */
+        private void appendTransposed(float[] cache, FloatBuffer present, int seq, int n) {
+            for (int h = 0; h < kvh; h++) {
+                for (int j = 0; j < d; j++) {
+                    for (int p = 0; p < n; p++) {
+                        cache[h * ctx * d + (length + p) * d + j] = present.get((h * d + j) * seq + p);
+                    }
+                }
+            }
+        }
+
+        /** The first half of each position's row of a [ctx, d] RoPE table: Genie's cos / sin input, [seq, d/2]. */
+        private FloatBuffer halfTable(float[] table, int[] positions) {
+            int half = d / 2;
+            FloatBuffer b = FloatBuffer.allocate(positions.length * half);
+            for (int p : positions) {
+                b.put(table, p * d, half);
             }
             return b.flip();
         }

@@ -64,7 +64,8 @@ class SyntheticParityTest {
 
     /**
      * Llama 3 (llama3 RoPE scaling in the tables) and Qwen3 (per-head q/k RMSNorm, heads × head_dim ≠ hidden): the
-     * Java forward against both exports, the static one split into parts too, and the static graph clean for the HTP.
+     * Java forward against both exports, the static one split into parts and in Genie's layout too, and the static
+     * graphs clean for the HTP.
      */
     @ParameterizedTest
     @CsvSource({"TINY_LLAMA3,F32", "TINY_QWEN3,F32", "TINY_QWEN3,BF16"})
@@ -76,11 +77,13 @@ class SyntheticParityTest {
             assertEquals(preset.architecture(), ckpt.config().architecture());
             ExportOptions whole = ExportOptions.staticShapes(16, 128);
             ExportOptions split = new ExportOptions(Variant.STATIC, 16, 128, 17, 2_000_000);
-            assertExportsAgree(ckpt, ids, ExportOptions.dynamic(), whole, split);
-            for (ExportOptions opt : new ExportOptions[]{whole, split}) {
+            // Genie's layout: cos / sin from the config on the host (Llama 3's scaling included), keys transposed
+            ExportOptions genie = new ExportOptions(Variant.GENIE, 64, 512, 17, 2_000_000);
+            assertExportsAgree(ckpt, ids, ExportOptions.dynamic(), whole, split, genie);
+            for (ExportOptions opt : new ExportOptions[]{whole, split, genie}) {
                 Path out = tmp.resolve(opt.variant().name() + opt.maxGraphBytes());
                 ExportInfo info = ExportInfo.read(out);
-                assertEquals(opt == split, info.roles("prompt").size() > 1, "split into parts");
+                assertEquals(opt != whole, info.roles("prompt").size() > 1, "split into parts");
                 for (String role : info.graphs().keySet()) {
                     QnnPreflight.Report r = QnnPreflight.check(info.graph(out, role));
                     assertTrue(r.dynamicDimensions().isEmpty() && r.unsupportedTypes().isEmpty(), role + ": " + r.problems());
