@@ -12,16 +12,16 @@ import java.util.ArrayList;
 import java.util.List;
 
 /** The inputs and outputs of an ONNX graph with their static dimensions (what the QNN converter must be told). */
-record GraphIo(List<Tensor> inputs, List<Tensor> outputs) {
+public record GraphIo(List<Tensor> inputs, List<Tensor> outputs) {
 
     /** A graph input or output; a dimension is -1 when it is not a fixed number. */
-    record Tensor(String name, List<Long> dims) {
-        String dimsArg() {
+    public record Tensor(String name, List<Long> dims) {
+        public String dimsArg() {
             return String.join(",", dims.stream().map(String::valueOf).toList());
         }
     }
 
-    static GraphIo read(Path graph) {
+    public static GraphIo read(Path graph) {
         ModelProto m;
         try (InputStream in = Files.newInputStream(graph)) {
             m = ModelProto.parseFrom(in);

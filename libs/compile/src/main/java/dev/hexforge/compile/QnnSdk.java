@@ -6,12 +6,15 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.export.Variant;
 import dev.hexforge.onnx.qnn.Precision;
+import dev.hexforge.onnx.qnn.QnnPreflight;
+import dev.hexforge.compile.genie.GenieBundle;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -24,7 +27,9 @@ import java.util.concurrent.TimeUnit;
  *       {@code --quantization_overrides}, the activation bit width of the export's precision) then
  *       {@code qnn-model-lib-generator} for {@code aarch64-android}: one {@code lib<graph>.so} per graph;</li>
  *   <li>{@code qnn-context-binary}: the same libraries built for the host, then {@code qnn-context-binary-generator} with
- *       an HTP configuration for the SoC: one {@code <graph>.bin} context per graph.</li>
+ *       an HTP configuration for the SoC: one {@code <graph>.bin} context per graph;</li>
+ *   <li>{@code genie}: from a Genie export, the host libraries of each part's prompt and token graphs into one
+ *       context binary per part with weight sharing, and the files Genie loads beside them ({@link GenieBundle}).</li>
  * </ul>
  * An export whose activations are float, or without encodings, is refused before any tool runs: the converter has no
  * input list to calibrate from, so it would leave them float, which the HTP does not run. A failing tool's output goes
@@ -33,6 +38,9 @@ import java.util.concurrent.TimeUnit;
 public final class QnnSdk {
     public static final String MODEL_LIB = "qnn-model-lib";
     public static final String CONTEXT_BINARY = "qnn-context-binary";
+    /** A Genie bundle: see {@link GenieBundle}. */
+    public static final String GENIE = "genie";
+    public static final List<String> TARGETS = List.of(CONTEXT_BINARY, MODEL_LIB, GENIE);
     public static final String HOST = "x86_64-linux-clang";
     public static final String DEVICE = "aarch64-android";
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
@@ -68,13 +76,16 @@ public final class QnnSdk {
     }
 
     public ObjectNode build(String target, Path export, Path out, CompileOptions opt) {
-        if (!target.equals(MODEL_LIB) && !target.equals(CONTEXT_BINARY)) {
-            throw new CompileException("unknown QNN SDK target '" + target + "'", "use " + MODEL_LIB + " or " + CONTEXT_BINARY);
+        if (!TARGETS.contains(target)) {
+            throw new CompileException("unknown QNN SDK target '" + target + "'", "use one of " + TARGETS);
         }
         ExportInfo info = ExportInfo.read(export);
-        if (info.variant() != Variant.STATIC) {
-            throw new CompileException("QNN needs the static export (fixed shapes); this one is " + info.variant().name().toLowerCase(),
-                    "set export.variant: static");
+        boolean genie = target.equals(GENIE);
+        Variant needed = genie ? Variant.GENIE : Variant.STATIC;
+        if (info.variant() != needed) {
+            throw new CompileException("target " + target + " needs the " + needed.id() + " export"
+                    + (genie ? " (Genie's graph layout)" : " (fixed shapes)") + "; this one is " + info.variant().id(),
+                    "set export.variant: " + needed.id());
         }
         Precision precision = Precision.recorded(info.precision());
         if (precision == null || !precision.quantizesActivations()) {
@@ -82,12 +93,15 @@ public final class QnnSdk {
                     + (info.precision() == null ? "an export made before precisions were recorded" : info.precision()) + ")",
                     "quantize with quantize.activations: 16 (the default for a static export) and export again");
         }
-        if (!Files.isRegularFile(export.resolve("encodings.json"))) {
+        Path encodings = export.resolve("encodings.json");
+        if (!Files.isRegularFile(encodings)) {
             throw new CompileException("the export has no encodings.json (the quantization overrides the converter runs on): AIMET "
                     + "encodings 0.5.0 cannot express 4-bit groups of columns",
                     "quantize per channel (quantize.group: 0) for the QNN SDK targets, or compile with target ort-qnn");
         }
         Soc soc = Soc.resolve(opt.soc(), opt.htpArch());
+        // a Genie bundle's config files are made before any tool runs: what they refuse is refused in seconds
+        GenieBundle bundle = genie ? GenieBundle.plan(export, info, soc, opt.sampler()) : null;
         Path work = out.resolveSibling(out.getFileName() + ".work");
         ObjectNode manifest = JSON.createObjectNode();
         manifest.put("target", target);
@@ -95,18 +109,21 @@ public final class QnnSdk {
         manifest.put("htpArch", soc.htpArch());
         manifest.put("contextLength", info.contextLength());
         manifest.put("promptLength", info.promptLength());
+        manifest.put("precision", info.precision());
         manifest.put("qnnSdk", version());
         ObjectNode graphs = manifest.putObject("graphs");
         try {
             Files.createDirectories(out);
-            Path encodings = export.resolve("encodings.json");
+            String triple = target.equals(MODEL_LIB) ? DEVICE : HOST;
+            Map<String, Path> libs = new LinkedHashMap<>();
             for (Map.Entry<String, String> g : info.graphs().entrySet()) {
                 String role = g.getKey();
-                String name = role.replace('.', '_'); // a graph and library name is a C identifier
+                String name = graphName(info, role);
                 Path dir = Files.createDirectories(work.resolve(name));
-                GraphIo io = GraphIo.read(export.resolve(g.getValue()));
+                Path graph = export.resolve(g.getValue());
+                GraphIo io = GraphIo.read(graph);
                 List<String> conv = new ArrayList<>(List.of(tool(root, "qnn-onnx-converter").toString(),
-                        "--input_network", export.resolve(g.getValue()).toString(), "--output_path", dir.resolve(name + ".cpp").toString()));
+                        "--input_network", graph.toString(), "--output_path", dir.resolve(name + ".cpp").toString()));
                 for (GraphIo.Tensor t : io.inputs()) {
                     conv.addAll(List.of("--input_dim", t.name(), t.dimsArg()));
                 }
@@ -117,34 +134,47 @@ public final class QnnSdk {
                 conv.addAll(List.of("--act_bitwidth", String.valueOf(precision.activationBits()), "--weights_bitwidth",
                         String.valueOf(opt.weightBits())));
                 run(conv, dir, "qnn-onnx-converter (" + name + ")");
-                String triple = target.equals(MODEL_LIB) ? DEVICE : HOST;
                 run(List.of(tool(root, "qnn-model-lib-generator").toString(), "-c", dir.resolve(name + ".cpp").toString(),
                         "-b", dir.resolve(name + ".bin").toString(), "-t", triple, "-o", dir.resolve("lib").toString()), dir,
                         "qnn-model-lib-generator (" + name + ")");
                 Path lib = expect(dir.resolve("lib").resolve(triple).resolve("lib" + name + ".so"), "qnn-model-lib-generator");
+                libs.put(role, lib);
                 ObjectNode gj = graphs.putObject(role);
+                gj.put("name", name);
                 if (target.equals(MODEL_LIB)) {
                     Files.copy(lib, out.resolve(lib.getFileName()));
                     gj.put("file", lib.getFileName().toString());
-                } else {
-                    Path config = htpConfig(dir, name, soc);
-                    run(List.of(tool(root, "qnn-context-binary-generator").toString(), "--backend",
-                            root.resolve("lib").resolve(HOST).resolve("libQnnHtp.so").toString(), "--model", lib.toString(),
-                            "--binary_file", name, "--output_dir", out.toString(), "--config_file", config.toString()), dir,
-                            "qnn-context-binary-generator (" + name + ")");
-                    expect(out.resolve(name + ".bin"), "qnn-context-binary-generator");
+                } else if (target.equals(CONTEXT_BINARY)) {
+                    contextBinary(List.of(lib), List.of(name), name, out, soc, dir);
                     gj.put("file", name + ".bin");
                 }
+                gj.put("weightBytes", QnnPreflight.check(graph, precision).weightBytes());
                 ObjectNode in = gj.putObject("inputs");
                 io.inputs().forEach(t -> in.put(t.name(), t.dimsArg()));
                 ObjectNode outs = gj.putObject("outputs");
                 io.outputs().forEach(t -> outs.put(t.name(), t.dimsArg()));
             }
-            for (String f : List.of("tokenizer.json", "tokenizer_config.json", ExportInfo.FILE)) {
-                if (Files.isRegularFile(export.resolve(f))) {
-                    Files.copy(export.resolve(f), out.resolve(f));
+            if (genie) {
+                // each part's prompt and token graphs in one context binary, sharing the part's weights
+                for (int p = 0; p < bundle.parts(); p++) {
+                    String prompt = "prompt." + p;
+                    String token = "token." + p;
+                    Path dir = Files.createDirectories(work.resolve("part" + p));
+                    contextBinary(List.of(libs.get(prompt), libs.get(token)), List.of(graphName(info, prompt), graphName(info, token)),
+                            bundle.binaryName(p), out, soc, dir);
+                    ((ObjectNode) graphs.get(prompt)).put("file", bundle.contextBinary(p));
+                    ((ObjectNode) graphs.get(token)).put("file", bundle.contextBinary(p));
+                }
+                bundle.write(out, manifest, version());
+            } else {
+                for (String f : List.of("tokenizer.json", "tokenizer_config.json")) {
+                    if (Files.isRegularFile(export.resolve(f))) {
+                        Files.copy(export.resolve(f), out.resolve(f));
+                    }
                 }
             }
+            manifest.set("deviceMemory", deviceMemory(info, graphs, encodings, genie));
+            Files.copy(export.resolve(ExportInfo.FILE), out.resolve(ExportInfo.FILE));
             Files.writeString(out.resolve(OrtQnnBundler.MANIFEST), JSON.writeValueAsString(manifest));
             return manifest;
         } catch (IOException e) {
@@ -154,11 +184,64 @@ public final class QnnSdk {
         }
     }
 
-    /** The HTP backend extension config naming the graph, the SoC and its architecture. */
-    private static Path htpConfig(Path dir, String graph, Soc soc) throws IOException {
+    /**
+     * What the bundle holds in the device's memory: every graph's weights, a Genie part's once for its two graphs
+     * (they share them in one context), and the KV cache of every layer over the context at the cache's bit width.
+     */
+    static ObjectNode deviceMemory(ExportInfo info, ObjectNode graphs, Path encodings, boolean shared) throws IOException {
+        long weights = 0;
+        long unshared = 0;
+        for (var e : graphs.properties()) {
+            long w = e.getValue().path("weightBytes").asLong();
+            unshared += w;
+            if (!shared || !e.getKey().startsWith("token")) {
+                weights += w;
+            }
+        }
+        com.fasterxml.jackson.databind.JsonNode acts = JSON.readTree(encodings.toFile()).path("activation_encodings");
+        com.fasterxml.jackson.databind.JsonNode kv = acts.has("present.0.key") ? acts.path("present.0.key") : acts.path("past_key_0_in");
+        int kvBits = kv.path(0).path("bitwidth").asInt(8);
+        long kvBytes = 2L * info.numLayers() * info.numKvHeads() * info.contextLength() * info.headDim() * kvBits / 8;
+        ObjectNode m = JSON.createObjectNode();
+        m.put("weightBytes", weights);
+        m.put("weightsShared", shared);
+        m.put("weightBytesUnshared", unshared);
+        m.put("kvCacheBytes", kvBytes);
+        m.put("kvBits", kvBits);
+        m.put("totalBytes", weights + kvBytes);
+        return m;
+    }
+
+    /**
+     * The name the SDK's tools give a graph: the stem of the converter's output and of its model library. A Genie
+     * export's file stems are already Genie's graph names; a static export's roles become C identifiers.
+     */
+    static String graphName(ExportInfo info, String role) {
+        if (info.variant() == Variant.GENIE) {
+            String file = Path.of(info.graphs().get(role)).getFileName().toString();
+            return file.substring(0, file.length() - ".onnx".length());
+        }
+        return role.replace('.', '_');
+    }
+
+    /**
+     * One {@code qnn-context-binary-generator} call: {@code names} (the graphs of {@code libs}, in order) into
+     * {@code out/<binary>.bin}; several graphs in one context share their weights, which the backend config enables.
+     */
+    private void contextBinary(List<Path> libs, List<String> names, String binary, Path out, Soc soc, Path dir) throws IOException {
+        Path config = htpConfig(dir, names, soc);
+        run(List.of(tool(root, "qnn-context-binary-generator").toString(), "--backend",
+                root.resolve("lib").resolve(HOST).resolve("libQnnHtp.so").toString(), "--model",
+                String.join(",", libs.stream().map(Path::toString).toList()), "--binary_file", binary, "--output_dir", out.toString(),
+                "--config_file", config.toString()), dir, "qnn-context-binary-generator (" + binary + ")");
+        expect(out.resolve(binary + ".bin"), "qnn-context-binary-generator");
+    }
+
+    /** The HTP backend extension config naming the graphs, the SoC and its architecture, and weight sharing for several. */
+    private static Path htpConfig(Path dir, List<String> graphs, Soc soc) throws IOException {
         ObjectNode ext = JSON.createObjectNode();
         ObjectNode g = ext.putArray("graphs").addObject();
-        g.putArray("graph_names").add(graph);
+        graphs.forEach(g.putArray("graph_names")::add);
         g.put("vtcm_mb", 8);
         g.put("O", 3);
         ObjectNode d = ext.putArray("devices").addObject();
@@ -166,6 +249,9 @@ public final class QnnSdk {
             d.put("soc_model", soc.qnnSocModel());
         }
         d.put("dsp_arch", "v" + soc.htpArch());
+        if (graphs.size() > 1) {
+            ext.putObject("context").put("weight_sharing_enabled", true);
+        }
         Path extFile = dir.resolve("htp_backend_ext.json");
         Files.writeString(extFile, JSON.writeValueAsString(ext));
         ObjectNode cfg = JSON.createObjectNode();

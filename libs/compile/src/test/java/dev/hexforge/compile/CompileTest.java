@@ -7,7 +7,14 @@ import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.Generator;
 import dev.hexforge.onnx.export.DecoderExporter;
+import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.export.ExportOptions;
+import dev.hexforge.onnx.export.GenieIo;
+import dev.hexforge.onnx.export.Variant;
+import dev.hexforge.compile.genie.GenieBundle;
+import dev.hexforge.compile.genie.GenieConfig;
+import dev.hexforge.compile.genie.GenieConfigRules;
+import dev.hexforge.compile.genie.HtpExtConfig;
 import dev.hexforge.onnx.qdq.ActivationEncodings;
 import dev.hexforge.onnx.qdq.Activations;
 import dev.hexforge.onnx.runtime.OnnxLm;
@@ -209,6 +216,125 @@ class CompileTest {
                 tmp.resolve("w8-out").toString(), "--config_file", htpConfig.toString()));
         assertEquals("1", htp[0], htp[1]);
         assertTrue(htp[1].contains("HTP does not support float32 activations"), htp[1]);
+    }
+
+    /**
+     * A Genie bundle from the Genie export of the w8a16 model (a 500 kB per-graph limit standing in for 2 GB, so the
+     * layers spread over parts): one context binary per part holding its prompt and token graphs with weight sharing,
+     * made by one generator call each; Genie's config as its loader takes it, naming exactly the binaries made; the
+     * metadata with every graph's IO; the device memory counting each part's weights once.
+     */
+    @Test
+    void aGenieBundleHoldsOneWeightSharedContextPerPartAndTheConfigGenieLoads() throws Exception {
+        Path export = tmp.resolve("genie-export");
+        try (Checkpoint ckpt = Checkpoint.open(Fixtures.qwen2Tiny())) {
+            DecoderExporter.export(ckpt, export, new ExportOptions(Variant.GENIE, 64, 512, 17, 500_000), new QdqFormat(qm), activations,
+                    Progress.NONE);
+            AimetEncodings.write(qm, List.of(), GenieIo.encodings(activations, ckpt.config().numLayers()), export.resolve(AimetEncodings.FILE));
+        }
+        Files.deleteIfExists(sdk.resolve("calls.log"));
+        Path out = tmp.resolve("genie-bundle");
+        ObjectNode manifest = new QnnSdk(sdk).build(QnnSdk.GENIE, export, out, CompileOptions.of("SM8650", 0,
+                new GenieConfig.Sampler(7, 0.7, 20, 0.9)));
+        int n = ExportInfo.read(export).roles("prompt").size();
+        assertTrue(n >= 3, "embedding, layers, head: " + n);
+
+        ObjectMapper json = new ObjectMapper();
+        JsonNode config = json.readTree(out.resolve(GenieConfig.FILE).toFile());
+        assertEquals(List.of(), GenieConfigRules.check(config), "Genie's loader takes it");
+        List<String> bins = new java.util.ArrayList<>();
+        config.at("/dialog/engine/model/binary/ctx-bins").forEach(b -> bins.add(b.asText()));
+        List<String> made;
+        try (var files = Files.list(out)) {
+            made = files.map(f -> f.getFileName().toString()).filter(f -> f.endsWith(".bin")).sorted().toList();
+        }
+        assertEquals(made, bins.stream().sorted().toList(), "ctx-bins are the binaries made");
+        assertEquals("qwen2_tiny_part_1_of_" + n + ".bin", bins.get(0));
+        assertEquals(512, config.at("/dialog/context/size").asInt());
+        assertEquals(0.7, config.at("/dialog/sampler/temp").asDouble());
+        assertEquals(16, config.at("/dialog/engine/model/positional-encoding/rope-dim").asInt());
+        assertTrue(!config.at("/dialog/engine/backend/QnnHtp").has("pos-id-dim"));
+        for (int p = 0; p < n; p++) {
+            JsonNode bin = json.readTree(out.resolve(bins.get(p)).toFile());
+            assertEquals(List.of("prompt_ar64_cl512_" + (p + 1) + "_of_" + n, "token_ar1_cl512_" + (p + 1) + "_of_" + n),
+                    List.of(bin.path("graphs").get(0).asText(), bin.path("graphs").get(1).asText()), bin.toString());
+            assertTrue(bin.path("weightSharing").asBoolean() && bin.path("socModel").asInt() == 57, bin.toString());
+        }
+        List<String> generatorCalls = Files.readAllLines(sdk.resolve("calls.log")).stream()
+                .filter(l -> l.startsWith("qnn-context-binary-generator ")).toList();
+        assertEquals(n, generatorCalls.size(), "one generator call per part");
+        assertTrue(generatorCalls.stream().allMatch(l -> l.matches(".*--model \\S+\\.so,\\S+\\.so .*")), generatorCalls.toString());
+        JsonNode ext = json.readTree(out.resolve(HtpExtConfig.FILE).toFile());
+        assertEquals(57, ext.at("/devices/0/soc_model").asInt());
+        assertEquals("v75", ext.at("/devices/0/dsp_arch").asText());
+        assertTrue(ext.at("/context/weight_sharing_enabled").asBoolean());
+        assertTrue(Files.isRegularFile(out.resolve("tokenizer.json")));
+
+        JsonNode meta = json.readTree(out.resolve(GenieBundle.METADATA).toFile());
+        assertEquals("2.40.0.251030", meta.at("/tools/qairt").asText());
+        JsonNode inputs = meta.path("graphs").path("prompt_ar64_cl512_2_of_" + n).path("inputs");
+        JsonNode pastKey = null;
+        for (JsonNode t : inputs) {
+            if (t.path("name").asText().equals("past_key_0_in")) {
+                pastKey = t;
+            }
+        }
+        assertEquals("[2,1,32,448]", pastKey.path("shape").toString());
+        assertEquals("uint8", pastKey.path("dtype").asText(), "the 8-bit cache");
+        assertEquals(-activations.tensors().get("present.0.key").zeroPoint(), pastKey.path("offset").asInt());
+        assertEquals("int32", meta.path("graphs").path("prompt_ar64_cl512_1_of_" + n).path("inputs").get(0).path("dtype").asText());
+
+        JsonNode memory = manifest.path("deviceMemory");
+        long prompt = 0;
+        long all = 0;
+        for (var g : manifest.path("graphs").properties()) {
+            all += g.getValue().path("weightBytes").asLong();
+            prompt += g.getKey().startsWith("prompt") ? g.getValue().path("weightBytes").asLong() : 0;
+        }
+        assertEquals(prompt, memory.path("weightBytes").asLong(), "each part's weights once");
+        assertEquals(all, memory.path("weightBytesUnshared").asLong());
+        assertEquals(2 * prompt, all);
+        assertEquals(2L * 4 * 2 * 512 * 32, memory.path("kvCacheBytes").asLong(), "4 layers, K and V, 2 heads, 512 positions, 32 dims, 8 bits");
+        assertEquals(n, manifest.path("parts").size());
+    }
+
+    @Test
+    void aGenieBundleIsRefusedBeforeAnyToolRunsForTheWrongLayoutOrAnUnknownSocModel() throws Exception {
+        QnnSdk tools = new QnnSdk(sdk);
+        CompileException layout = assertThrows(CompileException.class,
+                () -> tools.build(QnnSdk.GENIE, staticExport, tmp.resolve("g1"), CompileOptions.of("SM8650", 0)));
+        assertTrue(layout.getMessage().contains("needs the genie export") && layout.hint().contains("export.variant: genie"),
+                layout.getMessage());
+        Path export = tmp.resolve("genie-export-2");
+        try (Checkpoint ckpt = Checkpoint.open(Fixtures.qwen2Tiny())) {
+            DecoderExporter.export(ckpt, export, new ExportOptions(Variant.GENIE, 64, 512, 17, 2_000_000), new QdqFormat(qm),
+                    activations, Progress.NONE);
+            AimetEncodings.write(qm, List.of(), GenieIo.encodings(activations, 4), export.resolve(AimetEncodings.FILE));
+        }
+        CompileException ctx = assertThrows(CompileException.class,
+                () -> tools.build(QnnSdk.CONTEXT_BINARY, export, tmp.resolve("g2"), CompileOptions.of("SM8650", 0)));
+        assertTrue(ctx.hint().contains("export.variant: static"), ctx.getMessage());
+        CompileException soc = assertThrows(CompileException.class,
+                () -> tools.build(QnnSdk.GENIE, export, tmp.resolve("g3"), CompileOptions.of("SM9999", 80)));
+        assertTrue(soc.getMessage().contains("SoC model id"), soc.getMessage());
+        for (String dir : List.of("g1", "g2", "g3")) {
+            assertTrue(!Files.exists(tmp.resolve(dir + ".work")) && !Files.exists(tmp.resolve(dir)), dir + ": no tool ran");
+        }
+    }
+
+    @Test
+    void theStandInGeneratorRefusesTwoGraphsInOneContextWithoutWeightSharing() throws Exception {
+        Path bin = sdk.resolve("bin/x86_64-linux-clang");
+        Path libs = Files.createDirectories(tmp.resolve("two-libs"));
+        Files.writeString(libs.resolve("liba.so"), "ELF x86_64-linux-clang\n");
+        Files.writeString(libs.resolve("libb.so"), "ELF x86_64-linux-clang\n");
+        Files.writeString(tmp.resolve("ext2.json"), "{\"devices\": [{\"dsp_arch\": \"v75\"}], \"graphs\": [{\"graph_names\": [\"a\", \"b\"]}]}");
+        Files.writeString(tmp.resolve("htp2.json"), "{\"backend_extensions\": {\"config_file_path\": \"" + tmp.resolve("ext2.json") + "\"}}");
+        String[] r = runTool(List.of(bin.resolve("qnn-context-binary-generator").toString(), "--backend",
+                sdk.resolve("lib/x86_64-linux-clang/libQnnHtp.so").toString(), "--model", libs.resolve("liba.so") + "," + libs.resolve("libb.so"),
+                "--binary_file", "ab", "--output_dir", tmp.resolve("ab").toString(), "--config_file", tmp.resolve("htp2.json").toString()));
+        assertEquals("1", r[0], r[1]);
+        assertTrue(r[1].contains("weight_sharing_enabled"), r[1]);
     }
 
     private static String[] runTool(List<String> command) throws Exception {

@@ -22,7 +22,10 @@ import java.util.Map;
  * shapes of every graph input, the triples and backend they take) and writes its outputs where the real tools write
  * them. Like the real converter run without an input list, it refuses a graph with an activation that no override in
  * {@code --quantization_overrides} covers (it would stay float), unless {@code --float_fallback}; and, like the HTP
- * backend, the context-binary generator refuses a model that kept float activations. A file {@code standin-fail.txt} in the SDK root makes the converter fail with an error text of the kind the
+ * backend, the context-binary generator refuses a model that kept float activations, and several graphs in one context
+ * (comma-separated {@code --model} libraries, each graph named by its library's stem) unless the backend extension
+ * config enables weight sharing; the {@code .bin} it writes names the graphs it holds. Every call is logged, one line
+ * each, to {@code calls.log} in the SDK root. A file {@code standin-fail.txt} in the SDK root makes the converter fail with an error text of the kind the
  * real one prints ({@code unsupported-op NODE TYPE}, {@code dynamic INPUT}, {@code code NNNN}).
  */
 public final class QnnToolStandIn {
@@ -44,6 +47,9 @@ public final class QnnToolStandIn {
             }
             opts.computeIfAbsent(k, x -> new ArrayList<>()).add(String.join(" ", values));
         }
+        // every call, one line each, for the tests to read back
+        Files.writeString(sdk.resolve("calls.log"), tool + " " + String.join(" ", java.util.Arrays.copyOfRange(args, 2, args.length))
+                + "\n", java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
         switch (tool) {
             case "qnn-onnx-converter" -> converter(sdk, opts);
             case "qnn-model-lib-generator" -> libGenerator(opts);
@@ -150,25 +156,52 @@ public final class QnnToolStandIn {
         if (!Files.isRegularFile(backend) || !backend.getFileName().toString().equals("libQnnHtp.so")) {
             die("--backend must be the SDK's libQnnHtp.so");
         }
-        Path model = Path.of(one(o, "--model"));
-        if (!Files.isRegularFile(model) || !Files.readString(model).contains("x86_64-linux-clang")) {
-            die("--model must be a model library built for the host (x86_64-linux-clang)");
+        // several model libraries, comma-separated, go into one context; a graph is named by its library's stem
+        List<String> graphs = new ArrayList<>();
+        for (String m : one(o, "--model").split(",")) {
+            Path model = Path.of(m);
+            String file = model.getFileName().toString();
+            if (!Files.isRegularFile(model) || !Files.readString(model).contains("x86_64-linux-clang") || !file.startsWith("lib")
+                    || !file.endsWith(".so")) {
+                die("--model must be model libraries (lib<graph>.so) built for the host (x86_64-linux-clang): " + m);
+            }
+            if (Files.readString(model).contains("float-activations")) {
+                // the HTP backend runs quantized tensors only
+                System.out.println("ERROR - QnnBackend_validateOpConfig failed: error code 3110: HTP does not support float32 activations");
+                System.exit(1);
+            }
+            graphs.add(file.substring(3, file.length() - 3));
         }
-        if (Files.readString(model).contains("float-activations")) {
-            // the HTP backend runs quantized tensors only
-            System.out.println("ERROR - QnnBackend_validateOpConfig failed: error code 3110: HTP does not support float32 activations");
-            System.exit(1);
+        if (new HashSet<>(graphs).size() != graphs.size()) {
+            die("two --model libraries define the same graph name: " + graphs);
         }
         Path out = Path.of(one(o, "--output_dir"));
         JsonNode cfg = new ObjectMapper().readTree(Path.of(one(o, "--config_file")).toFile());
         JsonNode ext = new ObjectMapper().readTree(Path.of(cfg.path("backend_extensions").path("config_file_path").asText()).toFile());
-        String graph = one(o, "--binary_file");
-        if (!ext.path("graphs").path(0).path("graph_names").toString().contains("\"" + graph + "\"")
-                || !ext.path("devices").path(0).path("dsp_arch").asText().startsWith("v")) {
-            die("the HTP config must name graph " + graph + " and the device's dsp_arch");
+        String binary = one(o, "--binary_file");
+        String names = ext.path("graphs").path(0).path("graph_names").toString();
+        for (String g : graphs) {
+            if (!names.contains("\"" + g + "\"")) {
+                die("the HTP config's graph_names must name graph " + g + ", has " + names);
+            }
+        }
+        if (!ext.path("devices").path(0).path("dsp_arch").asText().startsWith("v")) {
+            die("the HTP config must name the device's dsp_arch");
+        }
+        boolean sharing = ext.path("context").path("weight_sharing_enabled").asBoolean(false);
+        if (graphs.size() > 1 && !sharing) {
+            System.out.println("ERROR - Failed to create context: " + graphs.size() + " graphs in one context need weight sharing "
+                    + "(\"context\": {\"weight_sharing_enabled\": true} in the backend extension config)");
+            System.exit(1);
         }
         Files.createDirectories(out);
-        Files.write(out.resolve(graph + ".bin"), new byte[128]);
+        // what the context holds, for the tests to read back
+        var bin = new ObjectMapper().createObjectNode();
+        graphs.forEach(bin.putArray("graphs")::add);
+        bin.put("weightSharing", sharing);
+        bin.put("socModel", ext.path("devices").path(0).path("soc_model").asInt());
+        bin.put("dspArch", ext.path("devices").path(0).path("dsp_arch").asText());
+        Files.writeString(out.resolve(binary + ".bin"), bin.toString());
     }
 
     /** Every value name of the graph: inputs, outputs and node outputs. */

@@ -11,6 +11,7 @@ import dev.hexforge.memory.MemoryPlan;
 import dev.hexforge.onnx.export.DecoderExporter;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.export.ExportOptions;
+import dev.hexforge.onnx.export.GenieIo;
 import dev.hexforge.onnx.export.LinearFormat;
 import dev.hexforge.onnx.export.Variant;
 import dev.hexforge.onnx.runtime.OnnxLm;
@@ -91,7 +92,7 @@ public final class ExportPass {
 
     public static Result run(Path model, Options o, Path out, Progress progress) {
         long t0 = System.nanoTime();
-        String variant = o.export().variant().name().toLowerCase(Locale.ROOT);
+        String variant = o.export().variant().id();
         List<Output> outputs = new ArrayList<>();
         List<String> warnings = new ArrayList<>();
         Map<String, Object> report = new LinkedHashMap<>();
@@ -107,7 +108,7 @@ public final class ExportPass {
             } else {
                 qm = QuantizedCheckpoint.read(ckpt);
                 // the quantize pass's calibrated activation ranges: a static QDQ export is then fully quantized
-                act = o.export().variant() == Variant.STATIC
+                act = o.export().variant().fixedShapes()
                         ? ActivationEncodings.read(model.resolve(ActivationEncodings.FILE)) : null;
                 List<Format> formats = o.format() == Format.BOTH ? List.of(Format.QDQ, Format.MATMULNBITS) : List.of(o.format());
                 for (int i = 0; i < formats.size(); i++) {
@@ -119,7 +120,10 @@ public final class ExportPass {
                             (what, done, total) -> progress.update(what, part * total + done, formats.size() * total));
                     if (f == Format.QDQ && o.encodings()) {
                         if (AimetEncodings.supports(qm)) {
-                            AimetEncodings.write(qm, List.of(), act, dir.resolve(AimetEncodings.FILE));
+                            // the converter is told the encoding of every tensor of the graphs it converts
+                            ActivationEncodings graphs = act != null && o.export().variant() == Variant.GENIE
+                                    ? GenieIo.encodings(act, ckpt.config().numLayers()) : act;
+                            AimetEncodings.write(qm, List.of(), graphs, dir.resolve(AimetEncodings.FILE));
                         } else {
                             warnings.add("no " + AimetEncodings.FILE + " for the QNN converter: AIMET encodings 0.5.0 have no "
                                     + "block encodings, so only per-channel specs (group 0, an int8 head) can be written");

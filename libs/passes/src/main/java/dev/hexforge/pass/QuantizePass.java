@@ -89,7 +89,7 @@ public final class QuantizePass {
      * for a static export and float for a dynamic one; a kvBits of 0 (specs stored before the field) is the default.
      */
     public static Activations activations(String activations, int kvBits, String variant) {
-        return Activations.parse(activations, kvBits == 0 ? null : kvBits, Variant.parse(variant) == Variant.STATIC);
+        return Activations.parse(activations, kvBits == 0 ? null : kvBits, Variant.parse(variant).fixedShapes());
     }
 
     /** Quantizes {@code model} into {@code out}: the report, and the checkpoint when the gate passed. */

@@ -95,7 +95,8 @@ public final class DecoderExporter {
             throw new ExportException("context length " + opt.contextLength() + " is over the model's max_position_embeddings ("
                     + c.maxPositionEmbeddings() + "): Genie's RoPE covers the positions the model was trained for; lower export.ctx");
         }
-        ActivationEncodings act = isStatic ? activations : null;
+        ActivationEncodings act = !isStatic || activations == null ? null
+                : genie ? GenieIo.encodings(activations, c.numLayers()) : activations;
         int opset = Math.max(Math.max(opt.opset(), format.minOpset()), act != null ? ActivationQdq.OPSET : 0);
         Path onnxDir = Files.createDirectories(dir.resolve("onnx"));
         int ropePositions = isStatic ? opt.contextLength() : c.maxPositionEmbeddings();
@@ -109,8 +110,6 @@ public final class DecoderExporter {
         Map<String, String> graphs = new LinkedHashMap<>();
         if (isStatic) {
             List<GraphParts.Part> parts = GraphParts.plan(c, weights, opt.maxGraphBytes(), genie);
-            Map<String, dev.hexforge.onnx.qdq.Encoding> encodings = act == null ? null
-                    : genie ? GenieIo.encodings(act.tensors(), c.numLayers()) : act.tensors();
             for (String kind : List.of("prompt", "token")) {
                 boolean prompt = kind.equals("prompt");
                 int seq = prompt ? opt.promptLength() : 1;
@@ -121,7 +120,7 @@ public final class DecoderExporter {
                     ModelProto graph = DecoderGraph.fixedPart(c, weights, format, opset, seq, opt.contextLength(), name, meta,
                             parts.get(p), opt.variant());
                     if (act != null) {
-                        graph = ActivationQdq.apply(graph, encodings, n -> readFloats(onnxDir, weights.get(n)));
+                        graph = ActivationQdq.apply(graph, act.tensors(), n -> readFloats(onnxDir, weights.get(n)));
                     }
                     writeModel(graph, onnxDir.resolve(file));
                     graphs.put(role, "onnx/" + file);

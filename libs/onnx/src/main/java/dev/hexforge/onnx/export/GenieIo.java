@@ -1,5 +1,6 @@
 package dev.hexforge.onnx.export;
 
+import dev.hexforge.onnx.qdq.ActivationEncodings;
 import dev.hexforge.onnx.qdq.Encoding;
 
 import java.util.HashMap;
@@ -58,6 +59,12 @@ public final class GenieIo {
      * inputs and outputs take the encoding of the layer's {@code present.<l>.key / value} (the same values, transposed
      * for keys), and cos / sin the exact 16-bit encoding of [-1, 1], as the RoPE tables have in the static graphs.
      */
+    public static ActivationEncodings encodings(ActivationEncodings calibrated, int layers) {
+        return new ActivationEncodings(calibrated.settings(), calibrated.rangeMethod(), calibrated.calibrationSequences(),
+                calibrated.noisiest(), encodings(calibrated.tensors(), layers));
+    }
+
+    /** As {@link #encodings(ActivationEncodings, int)}, by tensor name. */
     public static Map<String, Encoding> encodings(Map<String, Encoding> calibrated, int layers) {
         Map<String, Encoding> all = new HashMap<>(calibrated);
         for (int l = 0; l < layers; l++) {
