@@ -1,6 +1,7 @@
 package dev.hexforge.cli;
 
 import dev.hexforge.compile.CompileOptions;
+import dev.hexforge.compile.genie.GenieConfig;
 import dev.hexforge.pass.CompilePass;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -10,7 +11,8 @@ import java.util.concurrent.Callable;
 
 @Command(name = "compile", mixinStandardHelpOptions = true,
         description = {"Compile a static export (hexforge export --variant static, or quantize's OUT/onnx-model) into an NPU bundle.",
-                "ort-qnn needs nothing more; qnn-context-binary and qnn-model-lib run the QNN SDK's tools (--qnn-sdk or QNN_SDK_ROOT).",
+                "ort-qnn needs nothing more; qnn-context-binary, qnn-model-lib and genie (a Genie bundle, from an export with",
+                "--variant genie) run the QNN SDK's tools (--qnn-sdk or QNN_SDK_ROOT).",
                 "The fleet's compile stage runs the same pass."})
 final class CompileCommand implements Callable<Integer> {
     @picocli.CommandLine.Spec
@@ -25,6 +27,14 @@ final class CompileCommand implements Callable<Integer> {
     String soc;
     @Option(names = "--htp-arch", descriptionKey = "compile.htpArch")
     int htpArch;
+    @Option(names = "--seed", descriptionKey = "compile.sampler.seed")
+    long seed;
+    @Option(names = "--temperature", descriptionKey = "compile.sampler.temperature")
+    double temperature;
+    @Option(names = "--top-k", descriptionKey = "compile.sampler.topK")
+    int topK;
+    @Option(names = "--top-p", descriptionKey = "compile.sampler.topP")
+    double topP;
     @Option(names = "--qnn-sdk", description = "QNN SDK root (default: $QNN_SDK_ROOT)")
     Path qnnSdk;
     @Option(names = "--json", description = "print one JSON object (the bundle's manifest and the output folder)")
@@ -35,7 +45,8 @@ final class CompileCommand implements Callable<Integer> {
         SpecOptions.check(spec);
         String env = System.getenv("QNN_SDK_ROOT");
         Path sdk = qnnSdk != null ? qnnSdk : env == null || env.isBlank() ? null : Path.of(env);
-        CompilePass.Result r = CompilePass.run(model, new CompilePass.Options(target, CompileOptions.of(soc, htpArch), sdk), out);
+        CompilePass.Result r = CompilePass.run(model, new CompilePass.Options(target, CompileOptions.of(soc, htpArch,
+                new GenieConfig.Sampler(seed, temperature, topK, topP)), sdk), out);
         if (json) {
             Json j = new Json().put("out", out.toAbsolutePath().toString()).put("kind", r.kind());
             r.report().forEach(j::put);

@@ -72,6 +72,24 @@ class CliTest {
     }
 
     @Test
+    void aGenieExportRunsAsGenieRunsItAndGivesTheReferenceContinuation() throws Exception {
+        Path genie = tmp.resolve("genie");
+        Run e = run("export", "--model", Fixtures.qwen2Tiny().toString(), "--out", genie.toString(), "--variant", "genie", "--seq", "64",
+                "--ctx", "512");
+        assertEquals(0, e.exit(), e.err());
+        assertTrue(Files.isRegularFile(genie.resolve("onnx/prompt_ar64_cl512_1_of_2.onnx")), "Genie's graph names");
+        JsonNode ref = Fixtures.json(Fixtures.reference("reference.json")).path("prompts").get(0);
+        String ids = Arrays.stream(Fixtures.ints(ref.path("input_ids"))).mapToObj(String::valueOf).collect(Collectors.joining(","));
+        Run r = run("generate", "--model", genie.toString(), "--prompt-ids", ids, "--max-new", "16", "--greedy", "--json");
+        assertEquals(0, r.exit(), r.err());
+        assertArrayEquals(Arrays.copyOf(Fixtures.ints(ref.path("greedy_new_ids")), 16), Fixtures.ints(r.json().path("ids")));
+        Run seq = run("export", "--model", Fixtures.qwen2Tiny().toString(), "--out", tmp.resolve("genie-32").toString(), "--variant",
+                "genie", "--seq", "32");
+        assertEquals(1, seq.exit());
+        assertTrue(seq.err().contains("--seq: must be 64 or 128 for the genie variant"), "the spec's rule, naming the flag: " + seq.err());
+    }
+
+    @Test
     void generateFromTextWithChatTemplateStopsAtEos() throws Exception {
         Run r = run("generate", "--model", tmp.resolve("dyn").toString(), "--prompt", "Which character is named in this line?",
                 "--chat", "--max-new", "8", "--json");
@@ -112,7 +130,7 @@ class CliTest {
         assertFalse(Files.exists(tmp.resolve("x")));
         Run bad = run("export", "--model", Fixtures.qwen2Tiny().toString(), "--out", tmp.resolve("y").toString(), "--variant", "weird");
         assertEquals(1, bad.exit());
-        assertTrue(bad.err().contains("--variant: must be one of [static, dynamic], got 'weird'"), "the schema's check, naming the flag: " + bad.err());
+        assertTrue(bad.err().contains("--variant: must be one of [static, dynamic, genie], got 'weird'"), "the schema's check, naming the flag: " + bad.err());
         Run bits = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--out", tmp.resolve("z").toString(), "--bits", "9");
         assertEquals(1, bits.exit());
         assertTrue(bits.err().contains("--bits: must be between 2 and 8, got 9"), bits.err());

@@ -96,7 +96,11 @@ public record JobSpec(int schemaVersion, String name, Input model, List<String> 
     public record Export(String variant, int opset, int seq, int ctx) {
     }
 
-    public record Compile(String target, String soc, int htpArch) {
+    /** @param sampler null in specs stored before it: the declared defaults */
+    public record Compile(String target, String soc, int htpArch, Sampler sampler) {
+    }
+
+    public record Sampler(long seed, double temperature, int topK, double topP) {
     }
 
     public record Sign(boolean provenance) {

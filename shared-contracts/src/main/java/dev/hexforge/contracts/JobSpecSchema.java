@@ -95,14 +95,23 @@ public final class JobSpecSchema {
                             "auto", "16", "8", "float"),
                     integerOneOf("kvBits", 8, "KV cache bits when activations are quantized: 8 (as AI Hub ships) or 16.", 8, 16)),
             object("export", "ONNX export.",
-                    oneOf("variant", "static", "static (NPU graphs) or dynamic (Hugging Face convention).", "static", "dynamic"),
+                    oneOf("variant", "static", "static (NPU graphs), dynamic (Hugging Face convention) or genie (NPU graphs in the "
+                            + "layout Qualcomm's Genie runtime loads, for compile.target genie: seq 64 or 128, ctx at least 512).",
+                            "static", "dynamic", "genie"),
                     integer("opset", 17, 17, 21, "ONNX opset (21 is used where INT4 needs it)."),
                     integer("seq", 128, 1, 4096, "Static prompt-graph length."),
                     integer("ctx", 512, 2, 4096, "Static context length.")),
             object("compile", "NPU compilation.",
-                    oneOf("target", "ort-qnn", "ort-qnn, qnn-context-binary or qnn-model-lib.", "ort-qnn", "qnn-context-binary", "qnn-model-lib"),
+                    oneOf("target", "ort-qnn", "ort-qnn, qnn-context-binary, qnn-model-lib or genie (a Genie bundle: one weight-shared "
+                            + "context binary per part and genie_config.json; needs export.variant: genie). All but ort-qnn run the QNN SDK's tools.",
+                            "ort-qnn", "qnn-context-binary", "qnn-model-lib", "genie"),
                     matching("soc", "SM8650", "[A-Za-z0-9_-]{1,32}", 32, "Target chipset (e.g. SM8650 = Snapdragon 8 Gen 3)."),
-                    integer("htpArch", 0, 0, 99, "Hexagon HTP architecture; 0 takes it from the SoC (v75 for SM8650), give it for a SoC Hexforge does not know.")),
+                    integer("htpArch", 0, 0, 99, "Hexagon HTP architecture; 0 takes it from the SoC (v75 for SM8650), give it for a SoC Hexforge does not know."),
+                    object("sampler", "How a Genie bundle samples (its genie_config.json).",
+                            integer("seed", 42, 0, 4_294_967_295L, "Sampler seed."),
+                            number("temperature", 0.8, 0, 100, "Sampling temperature."),
+                            integer("topK", 40, 1, 1_000_000, "Top-k: the most likely tokens sampled from."),
+                            number("topP", 0.95, 0.001, 1, "Top-p: the probability mass sampled from."))),
             object("sign", "Signing of stored artifacts.",
                     bool("provenance", true, "Attach a signed provenance statement.")),
             object("benchmark", "On-device benchmark.",
@@ -391,10 +400,30 @@ public final class JobSpecSchema {
         if (stages.contains(Stage.BENCHMARK) && !stages.contains(Stage.EXPORT)) {
             problems.add(new Problem("stages", "'benchmark' needs 'export'"));
         }
-        if (stages.contains(Stage.COMPILE) && "dynamic".equals(s.path("export").path("variant").asText())) {
+        String variant = s.path("export").path("variant").asText();
+        String target = s.path("compile").path("target").asText();
+        if (stages.contains(Stage.COMPILE) && "dynamic".equals(variant)) {
             problems.add(new Problem("export.variant", "compile needs the static variant (the NPU runs fixed shapes)"));
+        } else if (stages.contains(Stage.COMPILE) && "genie".equals(target) && !"genie".equals(variant)) {
+            problems.add(new Problem("export.variant", "compile.target genie needs export.variant: genie (Genie's graph layout)"));
+        } else if (stages.contains(Stage.COMPILE) && !"genie".equals(target) && "genie".equals(variant)) {
+            problems.add(new Problem("export.variant", "compile.target " + target + " needs export.variant: static (genie is "
+                    + "the layout of compile.target genie)"));
+        }
+        if (stages.contains(Stage.COMPILE) && stages.contains(Stage.BENCHMARK) && "genie".equals(target)) {
+            problems.add(new Problem("stages", "a Genie bundle runs under Genie on a phone, and the device runner has no genie "
+                    + "backend yet: leave out 'benchmark', or compile for ort-qnn to benchmark"));
         }
         JsonNode e = s.path("export");
+        if ("genie".equals(variant)) {
+            if (e.path("seq").asInt() != 64 && e.path("seq").asInt() != 128) {
+                problems.add(new Problem("export.seq", "must be 64 or 128 for the genie variant (Genie's prompt graph, AR-N), got "
+                        + e.path("seq").asInt()));
+            }
+            if (e.path("ctx").asInt() < 512) {
+                problems.add(new Problem("export.ctx", "must be at least 512 for the genie variant, got " + e.path("ctx").asInt()));
+            }
+        }
         if (e.path("seq").asInt() >= e.path("ctx").asInt()) {
             problems.add(new Problem("export.seq", "must be smaller than export.ctx (" + e.path("ctx").asInt() + ")"));
         }

@@ -239,6 +239,26 @@ class JobSpecTest {
     }
 
     @Test
+    void aGenieBundleNeedsGeniesLayoutAndShapesAndTakesTheSamplerSettings() {
+        JobSpec s = JobSpecReader.read("model: m\nstages: [quantize, export, compile]\nexport: {variant: genie, seq: 128, ctx: 4096}\n"
+                + "compile: {target: genie, sampler: {temperature: 0.5, topK: 8}}\n");
+        assertEquals("genie", s.compile().target());
+        assertEquals(new JobSpec.Sampler(42, 0.5, 8, 0.95), s.compile().sampler(), "the defaults filled in");
+        String wrongLayout = String.join("\n", problems("model: m\nstages: [export, compile]\ncompile: {target: genie}\n"));
+        assertTrue(wrongLayout.contains("export.variant") && wrongLayout.contains("needs export.variant: genie"), wrongLayout);
+        String otherTarget = String.join("\n", problems("model: m\nstages: [export, compile]\nexport: {variant: genie, seq: 64}\n"));
+        assertTrue(otherTarget.contains("compile.target ort-qnn needs export.variant: static"), otherTarget);
+        String shapes = String.join("\n", problems("model: m\nexport: {variant: genie, seq: 32, ctx: 256}\n"));
+        assertTrue(shapes.contains("export.seq") && shapes.contains("64 or 128") && shapes.contains("export.ctx"), shapes);
+        String bench = String.join("\n", problems("model: m\nstages: [export, compile, benchmark]\nexport: {variant: genie, seq: 64}\n"
+                + "compile: {target: genie}\n"));
+        assertTrue(bench.contains("no genie backend"), bench);
+        String sampler = String.join("\n", problems("model: m\ncompile: {sampler: {topP: 0, seed: -1, colour: red}}\n"));
+        assertTrue(sampler.contains("compile.sampler.topP") && sampler.contains("compile.sampler.seed")
+                && sampler.contains("compile.sampler.colour"), sampler);
+    }
+
+    @Test
     void theCommittedJsonSchemaIsTheGeneratedOne() throws Exception {
         Path committed = Path.of("job-spec.schema.json");
         String generated = JobSpecSchema.jsonSchema().toPrettyString() + "\n";

@@ -6,6 +6,7 @@ import dev.hexforge.compile.CompileException;
 import dev.hexforge.compile.CompileOptions;
 import dev.hexforge.compile.OrtQnnBundler;
 import dev.hexforge.compile.QnnSdk;
+import dev.hexforge.compile.genie.GenieConfig;
 import dev.hexforge.contracts.JobSpec;
 
 import java.nio.file.Path;
@@ -15,14 +16,14 @@ import java.util.Map;
 
 /**
  * The compile stage: a static export as a bundle for the NPU. {@code ort-qnn} (ONNX Runtime's QNN execution
- * provider reads the QDQ graphs) needs nothing beyond Hexforge; {@code qnn-context-binary} and {@code qnn-model-lib}
- * run the QNN SDK's tools, so they need its root.
+ * provider reads the QDQ graphs) needs nothing beyond Hexforge; {@code qnn-context-binary}, {@code qnn-model-lib} and
+ * {@code genie} (a Genie bundle from a Genie export) run the QNN SDK's tools, so they need its root.
  *
  * @see OrtQnnBundler
  * @see QnnSdk
  */
 public final class CompilePass {
-    public static final List<String> TARGETS = List.of(OrtQnnBundler.TARGET, QnnSdk.CONTEXT_BINARY, QnnSdk.MODEL_LIB);
+    public static final List<String> TARGETS = List.of(OrtQnnBundler.TARGET, QnnSdk.CONTEXT_BINARY, QnnSdk.MODEL_LIB, QnnSdk.GENIE);
 
     /** @param qnnSdkRoot the QNN SDK, or null where there is none */
     public record Options(String target, CompileOptions compile, Path qnnSdkRoot) {
@@ -40,7 +41,10 @@ public final class CompilePass {
     }
 
     public static Options options(JobSpec.Compile c, Path qnnSdkRoot) {
-        return new Options(c.target(), CompileOptions.of(c.soc(), c.htpArch()), qnnSdkRoot);
+        JobSpec.Sampler s = c.sampler();
+        GenieConfig.Sampler sampler = s == null ? GenieConfig.Sampler.DEFAULT
+                : new GenieConfig.Sampler(s.seed(), s.temperature(), s.topK(), s.topP());
+        return new Options(c.target(), CompileOptions.of(c.soc(), c.htpArch(), sampler), qnnSdkRoot);
     }
 
     @SuppressWarnings("unchecked")

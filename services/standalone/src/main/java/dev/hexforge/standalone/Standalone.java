@@ -162,7 +162,7 @@ public final class Standalone implements AutoCloseable {
     /** ort-qnn always; the QNN SDK targets when the compile service has an SDK (QNN_SDK_ROOT). */
     static String compileTargets() {
         String sdk = System.getenv("QNN_SDK_ROOT");
-        return sdk == null || sdk.isBlank() ? "ort-qnn" : "ort-qnn,qnn-context-binary,qnn-model-lib";
+        return sdk == null || sdk.isBlank() ? "ort-qnn" : "ort-qnn,qnn-context-binary,qnn-model-lib,genie";
     }
 
     /** This machine as a device runner of tenant "default" (its token made on the first start, kept in secrets/). */
