@@ -368,6 +368,18 @@ class CompileTest {
         }
         assertEquals(dev.hexforge.contracts.ErrorCode.QNN_CONTEXT_MISMATCH, QnnTriage.explain("QnnContext_createFromBinary failed: error 5000").orElseThrow().code());
         assertTrue(QnnTriage.explain("all good").isEmpty());
+        // as Genie reports a bundle it cannot load on a phone
+        QnnTriage.Diagnosis device = QnnTriage.explain("[ERROR] \"Could not create context from binary. Error: QnnContext_createFromBinary "
+                + "failed with error 5005\"").orElseThrow();
+        assertEquals(dev.hexforge.contracts.ErrorCode.QNN_CONTEXT_MISMATCH, device.code());
+        assertTrue(device.fix().contains("compile.soc"), device.fix());
+        QnnTriage.Diagnosis version = QnnTriage.explain("Failed to create dialog: error 5000").orElseThrow();
+        assertTrue(version.fix().contains("at least as new") && version.fix().contains("metadata.json"), version.fix());
+        QnnTriage.Diagnosis vtcm = QnnTriage.explain("<E> Failed to allocate VTCM of 8388608 bytes for graph prompt_ar128_cl4096_2_of_4")
+                .orElseThrow();
+        assertEquals(dev.hexforge.contracts.ErrorCode.QNN_OUT_OF_MEMORY, vtcm.code());
+        assertTrue(vtcm.fix().contains("export.seq 64"), vtcm.fix());
+        assertTrue(QnnTriage.explain("graph config: vtcm_mb 8, O 3").isEmpty(), "a setting is no failure");
         CompileException none = assertThrows(CompileException.class, () -> new QnnSdk(tmp.resolve("nothing")));
         assertTrue(none.hint().contains("QNN_SDK_ROOT"), none.hint());
     }
