@@ -4,6 +4,7 @@ import dev.hexforge.compile.QnnSdk;
 import dev.hexforge.compile.Soc;
 import dev.hexforge.devicerunner.adb.Adb;
 import dev.hexforge.devicerunner.adb.AdbQnnBackend;
+import dev.hexforge.devicerunner.adb.GenieBackend;
 import dev.hexforge.devicerunner.adb.Phone;
 import dev.hexforge.onnx.runtime.OrtSessions;
 
@@ -37,11 +38,16 @@ public record DeviceProfile(String name, String soc, Integer htpArch, long ramBy
                 System.getProperty("os.name") + " " + System.getProperty("os.arch"), null, backends);
     }
 
-    /** A phone attached over adb: the adb-qnn backend, with the QNN SDK at {@code sdk} providing the phone's runtime. */
+    /**
+     * A phone attached over adb: the adb-qnn backend, and genie where the SDK has Genie for Android, with the QNN SDK
+     * at {@code sdk} providing the phone's runtime.
+     */
     public static DeviceProfile phone(Adb adb, Phone phone, Path sdk) {
+        List<Backend> backends = GenieBackend.available(sdk)
+                ? List.of(new AdbQnnBackend(adb, phone, sdk), new GenieBackend(adb, phone, sdk))
+                : List.of(new AdbQnnBackend(adb, phone, sdk));
         return new DeviceProfile(phone.describe(), phone.soc(), phone.knownSoc().map(Soc::htpArch).orElse(null),
-                phone.ramBytes(), "Android " + phone.android(), new QnnSdk(sdk).version(),
-                List.of(new AdbQnnBackend(adb, phone, sdk)));
+                phone.ramBytes(), "Android " + phone.android(), new QnnSdk(sdk).version(), backends);
     }
 
     public Backend backend(String name) {

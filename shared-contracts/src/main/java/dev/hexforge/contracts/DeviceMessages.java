@@ -18,7 +18,7 @@ import java.util.Set;
  */
 public final class DeviceMessages {
     /** The backends a runner can offer. */
-    public static final Set<String> BACKENDS = Set.of("ort-cpu", "ort-qnn", "adb-qnn");
+    public static final Set<String> BACKENDS = Set.of("ort-cpu", "ort-qnn", "adb-qnn", "genie");
     /** The largest runner message read. */
     public static final int MAX_BYTES = 1 << 20;
 
@@ -108,7 +108,7 @@ public final class DeviceMessages {
     /**
      * What a runner's device offers.
      *
-     * @param backends e.g. ort-cpu, ort-qnn, adb-qnn
+     * @param backends e.g. ort-cpu, ort-qnn, adb-qnn, genie
      */
     public record DeviceInfo(String soc, String htpArch, List<String> backends, long ramBytes, String os, String onnxRuntime,
                              String qnnSdk) implements Checked {

@@ -116,7 +116,9 @@ public final class JobSpecSchema {
                     bool("provenance", true, "Attach a signed provenance statement.")),
             object("benchmark", "On-device benchmark.",
                     matching("device", null, "[A-Za-z0-9._-]{1,100}", 100, "Device name or chipset to run on (default: any capable runner)."),
-                    strings("backends", List.of("ort-cpu"), "Backends to measure.", "ort-cpu", "ort-qnn", "adb-qnn"),
+                    strings("backends", List.of("ort-cpu"), "Backends to measure: ort-cpu, ort-qnn (ONNX Runtime on the CPU or the QNN EP), "
+                            + "adb-qnn (a phone running a qnn-context-binary bundle with qnn-net-run) or genie (a phone running a Genie "
+                            + "bundle with genie-t2t-run).", "ort-cpu", "ort-qnn", "adb-qnn", "genie"),
                     integer("promptLength", 128, 1, 4096, "Prompt tokens."),
                     integer("newTokens", 64, 1, 4096, "Decoded tokens.")));
 
@@ -410,9 +412,17 @@ public final class JobSpecSchema {
             problems.add(new Problem("export.variant", "compile.target " + target + " needs export.variant: static (genie is "
                     + "the layout of compile.target genie)"));
         }
-        if (stages.contains(Stage.COMPILE) && stages.contains(Stage.BENCHMARK) && "genie".equals(target)) {
-            problems.add(new Problem("stages", "a Genie bundle runs under Genie on a phone, and the device runner has no genie "
-                    + "backend yet: leave out 'benchmark', or compile for ort-qnn to benchmark"));
+        if (stages.contains(Stage.BENCHMARK)) {
+            List<String> backends = new ArrayList<>();
+            s.path("benchmark").path("backends").forEach(b -> backends.add(b.asText()));
+            boolean genieBundle = stages.contains(Stage.COMPILE) && "genie".equals(target);
+            if (genieBundle && !backends.equals(List.of("genie"))) {
+                problems.add(new Problem("benchmark.backends", "a Genie bundle runs on the genie backend only (genie-t2t-run on a "
+                        + "phone): set benchmark.backends: [genie]"));
+            } else if (!genieBundle && backends.contains("genie")) {
+                problems.add(new Problem("benchmark.backends", "genie runs Genie bundles: it needs the compile stage with "
+                        + "compile.target: genie"));
+            }
         }
         JsonNode e = s.path("export");
         if ("genie".equals(variant)) {

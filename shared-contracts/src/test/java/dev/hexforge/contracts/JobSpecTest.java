@@ -252,7 +252,11 @@ class JobSpecTest {
         assertTrue(shapes.contains("export.seq") && shapes.contains("64 or 128") && shapes.contains("export.ctx"), shapes);
         String bench = String.join("\n", problems("model: m\nstages: [export, compile, benchmark]\nexport: {variant: genie, seq: 64}\n"
                 + "compile: {target: genie}\n"));
-        assertTrue(bench.contains("no genie backend"), bench);
+        assertTrue(bench.contains("benchmark.backends") && bench.contains("[genie]"), "ort-cpu (the default) cannot run it: " + bench);
+        assertEquals(List.of("genie"), JobSpecReader.read("model: m\nstages: [export, compile, benchmark]\nexport: {variant: genie, seq: 64}\n"
+                + "compile: {target: genie}\nbenchmark: {backends: [genie]}\n").benchmark().backends());
+        String noBundle = String.join("\n", problems("model: m\nstages: [export, benchmark]\nbenchmark: {backends: [genie]}\n"));
+        assertTrue(noBundle.contains("compile.target: genie"), noBundle);
         String sampler = String.join("\n", problems("model: m\ncompile: {sampler: {topP: 0, seed: -1, colour: red}}\n"));
         assertTrue(sampler.contains("compile.sampler.topP") && sampler.contains("compile.sampler.seed")
                 && sampler.contains("compile.sampler.colour"), sampler);

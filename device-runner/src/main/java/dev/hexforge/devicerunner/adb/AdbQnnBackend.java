@@ -43,17 +43,18 @@ public final class AdbQnnBackend implements Backend {
     public static final String NAME = "adb-qnn";
     public static final String TARGET = "qnn-context-binary";
     public static final String REMOTE_BASE = "/data/local/tmp/hexforge/";
-    private static final String[] THERMAL = {"none", "light", "moderate", "severe", "critical", "emergency", "shutdown"};
     private static final ObjectMapper JSON = new ObjectMapper();
     private final Adb adb;
     private final Phone phone;
     private final Path sdk;
+    private final PhoneReadings readings;
 
     /** @param sdk the QNN SDK (QAIRT) root on this host: the phone's runtime is pushed from it, its profile viewer run here */
     public AdbQnnBackend(Adb adb, Phone phone, Path sdk) {
         this.adb = adb;
         this.phone = phone;
         this.sdk = sdk;
+        this.readings = new PhoneReadings(adb, phone);
     }
 
     @Override
@@ -92,12 +93,12 @@ public final class AdbQnnBackend implements Backend {
                     adb.push(phone.serial(), f, remote + "/" + (Files.isDirectory(f) ? "" : f.getFileName()));
                 }
             }
-            String batteryStatus = adb.shell(phone.serial(), "cat /sys/class/power_supply/battery/status 2>/dev/null; true", 30).strip();
+            String batteryStatus = readings.batteryStatus();
             execute(remote, "prompt");
             execute(remote, "token");
             QnnProfile prompt = profile(remote, "prompt", stage);
             QnnProfile token = profile(remote, "token", stage);
-            String thermal = thermal();
+            String thermal = readings.thermal();
             if (thermal == null) {
                 notAvailable.put("thermalState", "dumpsys thermalservice printed no Thermal Status");
             }
@@ -119,12 +120,12 @@ public final class AdbQnnBackend implements Backend {
                 }
                 ppl = Math.exp(nll / scored);
             }
-            Long rss = peak(remote);
+            Long rss = readings.peak(remote + "/prompt.hwm", remote + "/token.hwm");
             if (rss == null) {
                 notAvailable.put("peakRssBytes", "no VmHWM samples of qnn-net-run came back from the phone");
             }
             double decodeTps = 1e6 / token.executeMicros();
-            Double joules = energyPerToken(remote, batteryStatus, token.executeMicros() / 1e6, notAvailable);
+            Double joules = readings.energyPerToken(remote + "/token.power", batteryStatus, token.executeMicros() / 1e6, notAvailable);
             long weights = Files.size(bundle.dir().resolve(graphFiles.get("token")));
             Soc soc = phone.knownSoc().orElse(null);
             Double bandwidth = soc == null || soc.memoryBandwidth() <= 0 ? null : soc.memoryBandwidth();
@@ -330,48 +331,6 @@ public final class AdbQnnBackend implements Backend {
         return rows;
     }
 
-    private Long peak(String remote) {
-        long max = -1;
-        for (String line : adb.shell(phone.serial(), "cat " + remote + "/prompt.hwm " + remote + "/token.hwm 2>/dev/null; true", 60).split("\n")) {
-            if (line.startsWith("VmHWM:")) {
-                max = Math.max(max, Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024);
-            }
-        }
-        return max < 0 ? null : max;
-    }
-
-    private Double energyPerToken(String remote, String batteryStatus, double secondsPerToken, Map<String, String> notAvailable) {
-        if (batteryStatus.equalsIgnoreCase("Charging") || batteryStatus.equalsIgnoreCase("Full")) {
-            notAvailable.put("energyPerToken", "the phone is " + batteryStatus.toLowerCase() + " over USB: its battery current does not show "
-                    + "the SoC's draw (disable charging, e.g. `dumpsys battery unplug`, to measure)");
-            return null;
-        }
-        double sum = 0;
-        int n = 0;
-        for (String line : adb.shell(phone.serial(), "cat " + remote + "/token.power 2>/dev/null; true", 60).split("\n")) {
-            String[] f = line.strip().split("\\s+");
-            if (f.length == 2 && f[0].matches("-?\\d+") && f[1].matches("\\d+")) {
-                sum += Math.abs(Long.parseLong(f[0])) * 1e-6 * Long.parseLong(f[1]) * 1e-6; // µA × µV -> W
-                n++;
-            }
-        }
-        if (n == 0) {
-            notAvailable.put("energyPerToken", "the phone exposes no battery current and voltage (/sys/class/power_supply/battery)");
-            return null;
-        }
-        return sum / n * secondsPerToken;
-    }
-
-    private String thermal() {
-        for (String line : adb.shell(phone.serial(), "dumpsys thermalservice 2>/dev/null; true", 60).split("\n")) {
-            if (line.strip().startsWith("Thermal Status:")) {
-                int s = Integer.parseInt(line.replaceAll("[^0-9]", ""));
-                return s < THERMAL.length ? THERMAL[s] : String.valueOf(s);
-            }
-        }
-        return null;
-    }
-
     private static float[] toFloats(int[] ints) {
         float[] f = new float[ints.length];
         for (int i = 0; i < ints.length; i++) {
@@ -392,7 +351,7 @@ public final class AdbQnnBackend implements Backend {
      * Runs one graph on the phone: qnn-net-run in the background while its peak memory (VmHWM) and the battery's
      * current and voltage are sampled every 50 ms; exits with qnn-net-run's status.
      */
-    static final String RUN_SCRIPT = """
+    static final String RUN_SCRIPT = PhoneReadings.SAMPLE + """
             # hexforge: run one graph with qnn-net-run ($1: prompt or token)
             cd "$(dirname "$0")" || exit 1
             export LD_LIBRARY_PATH="$PWD:$LD_LIBRARY_PATH"
@@ -403,11 +362,7 @@ public final class AdbQnnBackend implements Backend {
             ./qnn-net-run --backend libQnnHtp.so --retrieve_context "$g.bin" --input_list "${g}_inputs.txt" \\
                 --output_dir "out_$g" --profiling_level basic > "$g.log" 2>&1 &
             p=$!
-            while kill -0 "$p" 2>/dev/null; do
-              grep VmHWM "/proc/$p/status" >> "$g.hwm" 2>/dev/null
-              echo "$(cat /sys/class/power_supply/battery/current_now 2>/dev/null) $(cat /sys/class/power_supply/battery/voltage_now 2>/dev/null)" >> "$g.power"
-              sleep 0.05
-            done
+            sample "$p" "$g"
             wait "$p"
             rc=$?
             if [ "$rc" != 0 ]; then cat "$g.log"; echo "qnn-net-run exited with $rc"; fi

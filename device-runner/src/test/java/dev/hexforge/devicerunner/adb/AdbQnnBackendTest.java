@@ -187,7 +187,12 @@ class AdbQnnBackendTest {
     }
 
     static void phone(String serial, String state, String model, String soc, String battery) throws Exception {
-        Path p = Files.createDirectories(phones.resolve(serial));
+        phone(phones, serial, state, model, soc, battery);
+    }
+
+    /** An emulated phone under {@code root} for the adb stand-in. */
+    static void phone(Path root, String serial, String state, String model, String soc, String battery) throws Exception {
+        Path p = Files.createDirectories(root.resolve(serial));
         Files.writeString(p.resolve("state"), state);
         Files.writeString(p.resolve("props"), "ro.product.model=" + model + "\nro.product.name=" + model.replace(' ', '_')
                 + "\nro.soc.model=" + soc + "\nro.board.platform=pineapple\nro.build.version.release=15\n");

@@ -174,6 +174,10 @@ public final class QnnSdk {
                 }
             }
             manifest.set("deviceMemory", deviceMemory(info, graphs, encodings, genie));
+            // the host's answers a device's run is checked against, when the export has them
+            if (Files.isRegularFile(export.resolve("reference.json"))) {
+                Files.copy(export.resolve("reference.json"), out.resolve("reference.json"));
+            }
             Files.copy(export.resolve(ExportInfo.FILE), out.resolve(ExportInfo.FILE));
             Files.writeString(out.resolve(OrtQnnBundler.MANIFEST), JSON.writeValueAsString(manifest));
             return manifest;

@@ -34,7 +34,7 @@ import java.time.Duration;
  */
 @ConfigurationProperties("hexforge")
 record GatewayProperties(String stages, @DefaultValue("rtn,gptq,awq") String quantizeMethods,
-                         @DefaultValue("ort-qnn") String compileTargets, @DefaultValue("ort-cpu,ort-qnn,adb-qnn") String benchmarkBackends,
+                         @DefaultValue("ort-qnn") String compileTargets, @DefaultValue("ort-cpu,ort-qnn,adb-qnn,genie") String benchmarkBackends,
                          @DefaultValue Limits limits, @DefaultValue("0B") DataSize workerMemory,
                          @DefaultValue("5") int eventRetries, @DefaultValue("1s") Duration eventRetryBackoff,
                          @DefaultValue("") String inputRoots, @DefaultValue("") String inputDenied, S3 s3,

@@ -93,6 +93,9 @@ public final class GenieBundle {
         Files.writeString(out.resolve(GenieConfig.FILE), JSON.writeValueAsString(genieConfig));
         Files.writeString(out.resolve(HtpExtConfig.FILE), JSON.writeValueAsString(htpExt));
         Files.copy(export.resolve(GenieConfig.TOKENIZER), out.resolve(GenieConfig.TOKENIZER));
+        if (Files.isRegularFile(export.resolve("tokenizer_config.json"))) {
+            Files.copy(export.resolve("tokenizer_config.json"), out.resolve("tokenizer_config.json")); // its chat format, for the host
+        }
         JsonNode encodings = JSON.readTree(export.resolve("encodings.json").toFile()).path("activation_encodings");
         ObjectNode meta = JSON.createObjectNode();
         meta.put("model", info.source());
