@@ -141,6 +141,23 @@ function quantizeReport(r) {
   return h('section', {id: 'quantize-report'}, parts);
 }
 
+/** An NPU bundle: what it was built for, what it holds in the device's memory, and its parts or graphs. */
+function compileReport(r) {
+  const parts = [h('h3', {}, 'Compile report'), kv(r, Object.keys(r).filter(k => typeof r[k] !== 'object'))];
+  const m = r.deviceMemory;
+  if (m) parts.push(h('p', {id: 'device-memory'}, `Device memory ${bytes(m.totalBytes)}: weights ${bytes(m.weightBytes)}`
+    + (m.weightsShared ? ` (each part's once: its prompt and token graphs share them; ${bytes(m.weightBytesUnshared)} unshared)` : '')
+    + `, KV cache ${bytes(m.kvCacheBytes)} at ${m.kvBits} bits over ${r.contextLength} positions`));
+  if (Array.isArray(r.parts)) {
+    parts.push(table(['Part', 'Context binary', 'Graphs'], r.parts.map((p, i) => h('tr', {},
+      h('td', {}, `${i + 1} of ${r.parts.length}`), h('td', {}, p.file), h('td', {}, (p.graphs || []).join(', ')))), {id: 'bundle-parts'}));
+  } else if (r.graphs && typeof r.graphs === 'object') {
+    parts.push(table(['Graph', 'File', 'Weights'], Object.entries(r.graphs).map(([role, g]) => h('tr', {},
+      h('td', {}, role), h('td', {}, g.file || ''), h('td', {}, bytes(g.weightBytes)))), {id: 'bundle-graphs'}));
+  }
+  return h('section', {class: 'report', 'data-stage': 'compile', id: 'compile-report'}, parts);
+}
+
 function genericReport(stage, r) {
   const scalars = Object.keys(r).filter(k => typeof r[k] !== 'object');
   if (!scalars.length && !r.preflight) return null;
@@ -195,7 +212,8 @@ async function jobPage(id) {
         s.error ? h('div', {class: 'error'}, `${s.error.code}: ${s.error.message}`, s.error.hint ? h('div', {class: 'hint'}, s.error.hint) : null) : null))),
     {id: 'timeline'});
   const reports = job.stages.filter(s => (s.state === 'completed' || s.state === 'failed') && s.report && Object.keys(s.report).length && s.stage !== 'finetune')
-    .map(s => s.stage === 'quantize' ? quantizeReport(s.report) : genericReport(s.stage, s.report)).filter(Boolean);
+    .map(s => s.stage === 'quantize' ? quantizeReport(s.report) : s.stage === 'compile' ? compileReport(s.report)
+      : genericReport(s.stage, s.report)).filter(Boolean);
   const buttons = h('div', {class: 'actions'},
     job.state === 'running' ? h('button', {id: 'cancel', onclick: () => act('cancel')}, 'Cancel') : null,
     job.state === 'failed' || job.state === 'cancelled' ? h('button', {id: 'resume', onclick: () => act('resume')}, 'Resume') : null);

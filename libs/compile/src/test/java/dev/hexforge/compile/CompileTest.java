@@ -33,7 +33,6 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -70,19 +69,7 @@ class CompileTest {
             dynamicExport = tmp.resolve("dynamic");
             DecoderExporter.export(ckpt, dynamicExport, ExportOptions.dynamic(), new QdqFormat(qm), Progress.NONE);
         }
-        sdk = tmp.resolve("qairt-2.40.0-standin");
-        Path bin = Files.createDirectories(sdk.resolve("bin/x86_64-linux-clang"));
-        Files.createDirectories(sdk.resolve("lib/x86_64-linux-clang"));
-        Files.writeString(sdk.resolve("lib/x86_64-linux-clang/libQnnHtp.so"), "stand-in backend");
-        Files.writeString(sdk.resolve("sdk.yaml"), "name: qairt stand-in\nversion: 2.40.0.251030\n");
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        for (String tool : List.of("qnn-onnx-converter", "qnn-model-lib-generator", "qnn-context-binary-generator")) {
-            Path script = bin.resolve(tool);
-            Files.writeString(script, "#!/bin/sh\n# TEST DOUBLE of the QNN SDK's " + tool + " (see QnnToolStandIn)\nexec '" + java
-                    + "' -cp '" + System.getProperty("java.class.path") + "' " + QnnToolStandIn.class.getName() + " '" + sdk + "' "
-                    + tool + " \"$@\"\n");
-            Files.setPosixFilePermissions(script, PosixFilePermissions.fromString("rwxr-xr-x"));
-        }
+        sdk = QnnToolStandIn.install(tmp.resolve("qairt-2.40.0-standin"));
     }
 
     @Test

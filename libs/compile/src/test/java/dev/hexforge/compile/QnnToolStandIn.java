@@ -32,6 +32,26 @@ public final class QnnToolStandIn {
     private QnnToolStandIn() {
     }
 
+    /**
+     * A stand-in QNN SDK at {@code sdk}: its version file, the host's HTP backend library, and the three tools as
+     * scripts running this double on this JVM's class path.
+     */
+    public static Path install(Path sdk) throws java.io.IOException {
+        Path bin = Files.createDirectories(sdk.resolve("bin/x86_64-linux-clang"));
+        Files.createDirectories(sdk.resolve("lib/x86_64-linux-clang"));
+        Files.writeString(sdk.resolve("lib/x86_64-linux-clang/libQnnHtp.so"), "stand-in backend");
+        Files.writeString(sdk.resolve("sdk.yaml"), "name: qairt stand-in\nversion: 2.40.0.251030\n");
+        String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        for (String tool : List.of("qnn-onnx-converter", "qnn-model-lib-generator", "qnn-context-binary-generator")) {
+            Path script = bin.resolve(tool);
+            Files.writeString(script, "#!/bin/sh\n# TEST DOUBLE of the QNN SDK's " + tool + " (see QnnToolStandIn)\nexec '" + javaBin
+                    + "' -cp '" + System.getProperty("java.class.path") + "' " + QnnToolStandIn.class.getName() + " '" + sdk + "' "
+                    + tool + " \"$@\"\n");
+            Files.setPosixFilePermissions(script, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        }
+        return sdk;
+    }
+
     public static void main(String[] args) throws Exception {
         Path sdk = Path.of(args[0]);
         String tool = args[1];

@@ -103,6 +103,7 @@ public final class Standalone implements AutoCloseable {
             starters.put("compile", CompileServiceApplication::start);
             starters.forEach((name, start) -> services.add(start.apply(new String[]{kafka, s3,
                     "--hexforge.s3.secret-key=" + secret, "--hexforge.work-dir=" + home.resolve("work/" + name),
+                    "--hexforge.qnn-sdk-root=" + qnnSdkRoot(),
                     "--spring.main.banner-mode=off", "--spring.main.log-startup-info=false", inputs[0], inputs[1]})));
             String internal = "--hexforge.internal-token=" + secret(home.resolve("secrets/internal-token"));
             String[] db = {"--spring.datasource.url=" + infra.postgres().jdbcUrl(),
@@ -159,10 +160,15 @@ public final class Standalone implements AutoCloseable {
         return new String[]{"--hexforge.input-roots=" + roots, "--hexforge.input-denied=" + home.toAbsolutePath().normalize()};
     }
 
-    /** ort-qnn always; the QNN SDK targets when the compile service has an SDK (QNN_SDK_ROOT). */
+    /** ort-qnn always; the QNN SDK targets when the compile service has an SDK. */
     static String compileTargets() {
-        String sdk = System.getenv("QNN_SDK_ROOT");
-        return sdk == null || sdk.isBlank() ? "ort-qnn" : "ort-qnn,qnn-context-binary,qnn-model-lib,genie";
+        return qnnSdkRoot().isBlank() ? "ort-qnn" : "ort-qnn,qnn-context-binary,qnn-model-lib,genie";
+    }
+
+    /** The QNN SDK the compile service runs: the system property hexforge.qnn-sdk-root, else QNN_SDK_ROOT, else none (""). */
+    static String qnnSdkRoot() {
+        String sdk = System.getProperty("hexforge.qnn-sdk-root", System.getenv("QNN_SDK_ROOT"));
+        return sdk == null ? "" : sdk.strip();
     }
 
     /** This machine as a device runner of tenant "default" (its token made on the first start, kept in secrets/). */

@@ -229,6 +229,8 @@ class DashboardBrowserTest {
         }
         waitForText("#quantize-report", "Accuracy gate passed", 20);
         waitForText("#precision", "w8a16: the static graph with every activation quantized", 20);
+        waitForText("#compile-report", "ort-qnn", 20);
+        waitForText("#bundle-graphs", "token", 20);
         assertTrue(browser.findElements(By.cssSelector("#loss-chart canvas")).size() > 0, "the finished job still draws its loss curve");
         waitForText("#artifacts", "signed", 20);
         waitForText("#artifacts", "provenance", 20);
