@@ -438,6 +438,24 @@ public final class JobSpecSchema {
             problems.add(new Problem("export.seq", "must be smaller than export.ctx (" + e.path("ctx").asInt() + ")"));
         }
         JsonNode q = s.path("quantize");
+        String activations = q.path("activations").asText();
+        boolean quantizedActivations = activations.equals("16") || activations.equals("8")
+                || activations.equals("auto") && !"dynamic".equals(variant);
+        if (stages.contains(Stage.QUANTIZE) && quantizedActivations) {
+            // the HTP runs no float op beside quantized activations (the quantize pass refuses the same)
+            String why = " cannot run beside quantized activations on the HTP (quantize.activations: " + activations
+                    + (activations.equals("auto") ? ", 16 for an NPU export" : "") + "); or set quantize.activations: float";
+            if ("keep".equals(q.path("head").asText())) {
+                problems.add(new Problem("quantize.head", "keep: a float embedding and LM head" + why));
+            }
+            if (!q.path("keep").isEmpty()) {
+                problems.add(new Problem("quantize.keep", "linears kept in float" + why));
+            }
+            if (q.path("auto").path("maxExtraBytesPercent").asDouble() > 0) {
+                problems.add(new Problem("quantize.auto.maxExtraBytesPercent", "linears kept in float by the automatic mixed "
+                        + "precision" + why));
+            }
+        }
         int group = q.has("group") ? q.path("group").asInt() : JobSpec.Quantize.defaultGroup(q.path("bits").asInt());
         if (group > 0 && group < 8) {
             problems.add(new Problem("quantize.group", "must be 0 (per channel) or at least 8"));

@@ -263,6 +263,17 @@ class JobSpecTest {
     }
 
     @Test
+    void floatLinearsBesideQuantizedActivationsAreRefusedAtSubmissionNamingTheField() {
+        String all = String.join("\n", problems("model: m\nstages: [quantize, export]\nquantize: {head: keep, keep: [q_proj], "
+                + "auto: {maxExtraBytesPercent: 5}, calibration: {path: c.jsonl}}\n"));
+        assertTrue(all.contains("quantize.head") && all.contains("quantize.keep") && all.contains("quantize.auto.maxExtraBytesPercent")
+                && all.contains("16 for an NPU export"), all);
+        // with float activations (or the dynamic CPU export) they are what they were
+        JobSpecReader.read("model: m\nstages: [quantize, export]\nquantize: {head: keep, keep: [q_proj], activations: float}\n");
+        JobSpecReader.read("model: m\nstages: [quantize, export]\nquantize: {keep: [q_proj]}\nexport: {variant: dynamic}\n");
+    }
+
+    @Test
     void theCommittedJsonSchemaIsTheGeneratedOne() throws Exception {
         Path committed = Path.of("job-spec.schema.json");
         String generated = JobSpecSchema.jsonSchema().toPrettyString() + "\n";
