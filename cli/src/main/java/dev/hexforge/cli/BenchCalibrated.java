@@ -5,20 +5,21 @@ import ai.onnxruntime.OrtEnvironment;
 import ai.onnxruntime.OrtException;
 import ai.onnxruntime.OrtSession;
 import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.io.Folders;
 import dev.hexforge.onnx.builder.GraphBuilder;
+import dev.hexforge.onnx.proto.Onnx.TensorProto.DataType;
 import dev.hexforge.onnx.runtime.OrtSessions;
 import dev.hexforge.progress.Progress;
 import dev.hexforge.quant.BundledData;
 import dev.hexforge.quant.QuantSpec;
+import dev.hexforge.quant.StoredTensors;
 import dev.hexforge.quant.awq.Awq;
 import dev.hexforge.quant.calib.CalibrationSet;
 import dev.hexforge.quant.calib.LayerSource;
-import dev.hexforge.quant.StoredTensors;
 import dev.hexforge.quant.gptq.Gptq;
 import dev.hexforge.quant.gptq.GptqRunner;
 import dev.hexforge.quant.gptq.Hessian;
 import dev.hexforge.tokenizer.Tokenizer;
-import dev.hexforge.onnx.proto.Onnx.TensorProto.DataType;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -91,7 +92,7 @@ final class BenchCalibrated implements Callable<Integer> {
                     method, spec.describe(), n, ckpt.config().numLayers(), linears, set.sequences().size(), length,
                     set.tokens(), secs, secs / n, BenchCommand.peakHeap() / 1e6, BenchCommand.floatBytes(ckpt) / 1e6);
         } finally {
-            dev.hexforge.io.Folders.deleteTree(work);
+            Folders.deleteTree(work);
         }
         return 0;
     }

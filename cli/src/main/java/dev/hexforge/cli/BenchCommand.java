@@ -1,21 +1,28 @@
 package dev.hexforge.cli;
 
 import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.generate.CausalLm;
-import dev.hexforge.generate.LogitRows;
 import dev.hexforge.generate.DecodeSession;
+import dev.hexforge.generate.LogitRows;
 import dev.hexforge.io.Folders;
+import dev.hexforge.kernels.CTriad;
+import dev.hexforge.kernels.Kernels;
+import dev.hexforge.kernels.MemoryBandwidth;
 import dev.hexforge.lora.LoraConfig;
 import dev.hexforge.lora.train.AdamW;
 import dev.hexforge.lora.train.LoraParams;
 import dev.hexforge.lora.train.LoraTrainingModel;
-import dev.hexforge.kernels.Kernels;
 import dev.hexforge.lora.train.TrainingExample;
 import dev.hexforge.onnx.export.DecoderExporter;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.export.ExportOptions;
+import dev.hexforge.onnx.runtime.OpProfile;
 import dev.hexforge.progress.Progress;
+import dev.hexforge.quant.QuantSpec;
+import dev.hexforge.quant.QuantizedModel;
+import dev.hexforge.quant.rtn.Rtn;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -28,8 +35,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Map;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
 
@@ -115,14 +122,14 @@ final class BenchCommand implements Runnable {
 
         @Override
         public Integer call() throws Exception {
-            try (var cTriad = dev.hexforge.kernels.CTriad.build()) {
+            try (var cTriad = CTriad.build()) {
                 for (int t : threads) {
-                    dev.hexforge.kernels.MemoryBandwidth.triad(t); // warm-up: the JIT, and the C binary's first run
+                    MemoryBandwidth.triad(t); // warm-up: the JIT, and the C binary's first run
                     cTriad.run(t);
                     double[] java = new double[rounds];
                     double[] c = new double[rounds];
                     for (int r = 0; r < rounds; r++) {
-                        java[r] = dev.hexforge.kernels.MemoryBandwidth.triad(t);
+                        java[r] = MemoryBandwidth.triad(t);
                         c[r] = cTriad.run(t);
                         System.out.printf("threads %d round %d: java %.1f GB/s, C %.1f GB/s%n", t, r + 1, java[r] / 1e9, c[r] / 1e9);
                     }
@@ -137,7 +144,7 @@ final class BenchCommand implements Runnable {
 
     /** {@link dev.hexforge.kernels.MemoryBandwidth#measure}, printed: the C triad's figure, and the JVM's beside it. */
     private static double bandwidth(int threads) {
-        var m = dev.hexforge.kernels.MemoryBandwidth.measure(threads);
+        var m = MemoryBandwidth.measure(threads);
         System.out.printf("memory bandwidth (%s, this run): %.1f GB/s; the JVM's triad: %.1f GB/s%n",
                 m.describe(threads), m.bytesPerSecond() / 1e9, m.jvmBytesPerSecond() / 1e9);
         return m.bytesPerSecond();
@@ -205,7 +212,7 @@ final class BenchCommand implements Runnable {
                         weightBytes / 1e6, 100.0 * median(d) * weightBytes / bandwidth);
             }
             if (profile) {
-                Map<String, Double> ops = dev.hexforge.onnx.runtime.OpProfile.profileDecode(model, threads, null, promptLen, 8);
+                Map<String, Double> ops = OpProfile.profileDecode(model, threads, null, promptLen, 8);
                 double total = ops.values().stream().mapToDouble(Double::doubleValue).sum();
                 System.out.printf("one decode step, profiled (ONNX Runtime kernel time, %.2f ms in all):%n", total);
                 ops.forEach((op, ms) -> System.out.printf("  %-22s %8.3f ms  %5.1f%%%n", op, ms, 100 * ms / total));
@@ -225,13 +232,13 @@ final class BenchCommand implements Runnable {
         @Override
         public Integer call() {
             double bandwidth = bandwidth(1);
-            dev.hexforge.quant.QuantSpec spec = bits == 8 ? dev.hexforge.quant.QuantSpec.int8PerChannel()
-                    : new dev.hexforge.quant.QuantSpec(bits, 128, false);
+            QuantSpec spec = bits == 8 ? QuantSpec.int8PerChannel()
+                    : new QuantSpec(bits, 128, false);
             try (Checkpoint ckpt = Checkpoint.open(model)) {
                 long floats = 0;
                 for (int l = 0; l < ckpt.config().numLayers(); l++) {
-                    for (var lin : dev.hexforge.checkpoint.TensorNames.Linear.values()) {
-                        long[] s = ckpt.tensors().get(dev.hexforge.checkpoint.TensorNames.weight(l, lin));
+                    for (var lin : TensorNames.Linear.values()) {
+                        long[] s = ckpt.tensors().get(TensorNames.weight(l, lin));
                         floats += s[0] * s[1];
                     }
                 }
@@ -239,7 +246,7 @@ final class BenchCommand implements Runnable {
                     System.gc();
                     resetPeaks();
                     long t0 = System.nanoTime();
-                    dev.hexforge.quant.QuantizedModel qm = dev.hexforge.quant.QuantizedModel.rtn(ckpt, spec, java.util.List.of());
+                    QuantizedModel qm = QuantizedModel.rtn(ckpt, spec, List.of());
                     double secs = (System.nanoTime() - t0) / 1e9;
                     System.out.printf("run %d%s: rtn %s: %d linears, %.2f GB of float32 weights in %.2fs = %.2f GB/s, peak heap %.0f MB%n",
                             run, run == 1 ? " (cold: JIT warm-up, first touch of the mapped file)" : "", spec.describe(),
@@ -248,13 +255,13 @@ final class BenchCommand implements Runnable {
                 double read = 0;
                 double quantize = 0;
                 for (int l = 0; l < ckpt.config().numLayers(); l++) {
-                    for (var lin : dev.hexforge.checkpoint.TensorNames.Linear.values()) {
-                        String name = dev.hexforge.checkpoint.TensorNames.weight(l, lin);
+                    for (var lin : TensorNames.Linear.values()) {
+                        String name = TensorNames.weight(l, lin);
                         long[] s = ckpt.tensors().get(name);
                         long r0 = System.nanoTime();
                         float[] w = ckpt.floats(name);
                         long r1 = System.nanoTime();
-                        dev.hexforge.quant.rtn.Rtn.quantize(w, (int) s[0], (int) s[1], spec);
+                        Rtn.quantize(w, (int) s[0], (int) s[1], spec);
                         read += (r1 - r0) / 1e9;
                         quantize += (System.nanoTime() - r1) / 1e9;
                     }
@@ -281,7 +288,7 @@ final class BenchCommand implements Runnable {
 
     /** Every decoder tensor's size as float32. */
     static long floatBytes(Checkpoint ckpt) {
-        return ckpt.tensors().values().stream().mapToLong(s -> java.util.Arrays.stream(s).reduce(4, (a, b) -> a * b)).sum();
+        return ckpt.tensors().values().stream().mapToLong(s -> Arrays.stream(s).reduce(4, (a, b) -> a * b)).sum();
     }
 
     @Command(name = "finetune", mixinStandardHelpOptions = true,

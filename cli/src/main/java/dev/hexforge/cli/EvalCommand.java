@@ -2,20 +2,22 @@ package dev.hexforge.cli;
 
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.eval.Perplexity;
-import dev.hexforge.onnx.export.ExportInfo;
-import dev.hexforge.quant.gate.FloatScoring;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.LogitRows;
+import dev.hexforge.onnx.export.ExportInfo;
+import dev.hexforge.quant.gate.FloatScoring;
 import dev.hexforge.tokenizer.Tokenizer;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
+import java.util.function.IntConsumer;
 
 @Command(name = "eval", mixinStandardHelpOptions = true, description = "Evaluate a model.",
         subcommands = {EvalCommand.Ppl.class})
@@ -44,7 +46,7 @@ final class EvalCommand implements Runnable {
             model = Models.find(model);
             String content;
             try {
-                content = StandardCharsets.UTF_8.newDecoder().decode(java.nio.ByteBuffer.wrap(Files.readAllBytes(text))).toString();
+                content = StandardCharsets.UTF_8.newDecoder().decode(ByteBuffer.wrap(Files.readAllBytes(text))).toString();
             } catch (CharacterCodingException e) {
                 throw new IllegalArgumentException(text + " is not valid UTF-8 text");
             }
@@ -52,7 +54,7 @@ final class EvalCommand implements Runnable {
             try (Tokenizer tok = Tokenizer.load(model); ProgressBar bar = new ProgressBar("ppl")) {
                 int[] ids = tok.encode(content);
                 int windows = ids.length / window;
-                java.util.function.IntConsumer progress = w -> bar.update("window " + w + "/" + windows, w, windows);
+                IntConsumer progress = w -> bar.update("window " + w + "/" + windows, w, windows);
                 if (ExportInfo.isExport(model)) {
                     try (CausalLm lm = Models.open(model, threads, LogitRows.ALL)) {
                         r = Perplexity.evaluate(lm, ids, window, progress);

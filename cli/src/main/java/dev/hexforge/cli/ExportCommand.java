@@ -6,6 +6,7 @@ import picocli.CommandLine.Option;
 
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 
 @Command(name = "export", mixinStandardHelpOptions = true,
@@ -40,7 +41,7 @@ final class ExportCommand implements Callable<Integer> {
         } else {
             System.out.printf("exported %s (%s) to %s in %.1fs: %s%n", model.getFileName(), r.report().get("variant"),
                     r.outputs().size() == 1 ? out : r.outputs().stream().map(ExportPass.Output::dir).toList(), secs,
-                    ((java.util.Map<?, ?>) r.report().get("graphs")).values());
+                    ((Map<?, ?>) r.report().get("graphs")).values());
         }
         return 0;
     }

@@ -1,13 +1,15 @@
 package dev.hexforge.cli;
 
 import dev.hexforge.lora.train.TrainingListener;
-import dev.hexforge.pass.FinetunePass;
 import dev.hexforge.lora.train.TrainingOptions;
 import dev.hexforge.lora.train.TrainingReport;
+import dev.hexforge.pass.FinetunePass;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
 
 @Command(name = "finetune", mixinStandardHelpOptions = true,
@@ -32,7 +34,7 @@ final class FinetuneCommand implements Callable<Integer> {
     @Option(names = "--dropout", descriptionKey = "finetune.dropout")
     double dropout;
     @Option(names = "--targets", split = ",", descriptionKey = "finetune.targets")
-    java.util.List<String> targets;
+    List<String> targets;
     @Option(names = "--rslora", description = "scale by alpha/sqrt(r) (rsLoRA)")
     boolean rslora;
     @Option(names = "--batch", descriptionKey = "finetune.batch")
@@ -72,7 +74,7 @@ final class FinetuneCommand implements Callable<Integer> {
         TrainingOptions o = new TrainingOptions(r, alpha, dropout, targets, rslora, batch, accum, lr, epochs, maxLen, seed,
                 warmup, schedule, weightDecay, maxGradNorm, checkpointEvery, evalSplit, TrainingOptions.EVAL_MAX_NEW_TOKENS, threads)
                 .withChatFormat(chatFormat);
-        java.util.List<String> epochLines = new java.util.ArrayList<>();
+        List<String> epochLines = new ArrayList<>();
         FinetunePass.Result result;
         try (ProgressBar bar = new ProgressBar("finetune")) {
             result = FinetunePass.run(new FinetunePass.Inputs(model, data, eval), o, out, new TrainingListener() {

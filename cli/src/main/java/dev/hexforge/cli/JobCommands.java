@@ -1,8 +1,7 @@
 package dev.hexforge.cli;
 
-import dev.hexforge.client.GatewayClient;
-
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.hexforge.client.GatewayClient;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -12,6 +11,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 
@@ -55,7 +55,7 @@ final class JobCommands {
             } catch (IOException ex) {
                 return;
             }
-            String stage = e.path("stage").asText().toLowerCase(java.util.Locale.ROOT);
+            String stage = e.path("stage").asText().toLowerCase(Locale.ROOT);
             String line;
             switch (name) {
                 case "progress" -> {

@@ -1,5 +1,6 @@
 package dev.hexforge.cli;
 
+import dev.hexforge.io.Folders;
 import dev.hexforge.signing.Keys;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -23,7 +24,7 @@ final class KeygenCommand implements Callable<Integer> {
             throw new IllegalArgumentException("refusing to overwrite an existing key file");
         }
         KeyPair kp = Keys.generate();
-        dev.hexforge.io.Folders.writePrivate(privateKey, Keys.privatePem(kp.getPrivate()));
+        Folders.writePrivate(privateKey, Keys.privatePem(kp.getPrivate()));
         Files.writeString(publicKey, Keys.publicPem(kp.getPublic()));
         System.out.println("wrote " + privateKey + " and " + publicKey + " (hint " + Keys.hint(kp.getPublic()) + ")");
         return 0;

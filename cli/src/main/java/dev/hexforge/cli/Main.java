@@ -1,7 +1,8 @@
 package dev.hexforge.cli;
 
-import picocli.CommandLine;
+import dev.hexforge.contracts.HexforgeException;
 import picocli.CommandLine.Command;
+import picocli.CommandLine;
 
 /** The {@code hexforge} command line. */
 @Command(name = "hexforge", mixinStandardHelpOptions = true, version = "hexforge 0.1.0",
@@ -29,7 +30,7 @@ public final class Main implements Runnable {
                 return 1; // stopped on purpose: main says so in one line
             }
             cmd.getErr().println("hexforge: error: " + describe(ex));
-            if (ex instanceof dev.hexforge.contracts.HexforgeException h) {
+            if (ex instanceof HexforgeException h) {
                 cmd.getErr().println("hexforge: " + h.code() + ": " + h.hint());
             }
             if (Boolean.getBoolean("hexforge.debug")) {

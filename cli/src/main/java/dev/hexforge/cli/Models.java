@@ -3,14 +3,15 @@ package dev.hexforge.cli;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.forward.DecoderForward;
 import dev.hexforge.forward.DecoderWeights;
-import dev.hexforge.memory.MemoryPlan;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.LogitRows;
+import dev.hexforge.memory.MemoryPlan;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.runtime.OnnxLm;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 
 /** Opens a model folder for inference: an ONNX export on ONNX Runtime, or a Hugging Face folder on the Java forward. */
 final class Models {
@@ -18,7 +19,7 @@ final class Models {
     }
 
     /** Where the commands that write several folders put their models, in the order a CPU runs them best. */
-    private static final java.util.List<String> INSIDE = java.util.List.of("onnx-model", "matmulnbits", "qdq", "checkpoint");
+    private static final List<String> INSIDE = List.of("onnx-model", "matmulnbits", "qdq", "checkpoint");
 
     /**
      * The model a folder names: the folder itself when it is an export or a Hugging Face folder, else the model

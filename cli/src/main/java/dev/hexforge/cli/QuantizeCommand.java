@@ -1,5 +1,6 @@
 package dev.hexforge.cli;
 
+import dev.hexforge.client.GatewayClient;
 import dev.hexforge.io.Folders;
 import dev.hexforge.pass.ExportPass;
 import dev.hexforge.pass.QuantizePass;
@@ -12,8 +13,11 @@ import dev.hexforge.quant.gptq.Gptq;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.Callable;
 
 @Command(name = "quantize", mixinStandardHelpOptions = true,
@@ -73,23 +77,23 @@ final class QuantizeCommand implements Callable<Integer> {
     boolean json;
 
     @Override
-    public Integer call() throws java.io.IOException {
+    public Integer call() throws IOException {
         SpecOptions.check(spec);
         if (sym && asym) {
             throw new IllegalArgumentException("--sym and --asym contradict each other");
         }
         QuantSpec spec = QuantizePass.spec(bits, group, sym ? Boolean.TRUE : asym ? Boolean.FALSE : null);
         ExportPass.Options export = exportFlags.options();
-        Path bundled = java.nio.file.Files.createTempDirectory("hexforge-bundled");
+        Path bundled = Files.createTempDirectory("hexforge-bundled");
         QuantizePass.Result r;
         ExportPass.Result exported = null;
         try (ProgressBar bar = new ProgressBar("quantize")) {
             Path calibration = calib != null ? calib : BundledData.calibration(bundled);
-            QuantizeOptions opt = new QuantizeOptions(method.toLowerCase(java.util.Locale.ROOT), spec, keep,
-                    QuantizePass.head(head.toLowerCase(java.util.Locale.ROOT)),
+            QuantizeOptions opt = new QuantizeOptions(method.toLowerCase(Locale.ROOT), spec, keep,
+                    QuantizePass.head(head.toLowerCase(Locale.ROOT)),
                     new QuantizeOptions.Calibration(calibration, samples, calibLen, seed), new Gptq.Options(128, 0.01, actOrder),
                     eval != null ? eval : BundledData.evalText(bundled), window, evalTokens, maxDeltaPpl, autoKeep,
-                    dev.hexforge.client.GatewayClient.stateFolder().resolve("cache"),
+                    GatewayClient.stateFolder().resolve("cache"),
                     QuantizePass.activations(activations, kvBits, export.export().variant().name()));
             r = QuantizePass.run(model, opt, out, (what, done, total) -> bar.update(what, done, 2 * total));
             if (r.passed()) {

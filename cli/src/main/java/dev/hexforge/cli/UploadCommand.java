@@ -15,13 +15,14 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.concurrent.Callable;
 import java.util.function.Supplier;
 
 @Command(name = "upload", mixinStandardHelpOptions = true,
         description = "Upload a model or a data file to the fleet: a Hugging Face folder (packed as tar.gz on the fly), a "
                 + "zip/tar/tar.gz archive, or training, evaluation or calibration data (.json, .jsonl, .txt). Prints the upload id "
                 + "to use as `model: {upload: ID}` or `finetune: {data: {upload: ID}}` in a job spec.")
-final class UploadCommand implements java.util.concurrent.Callable<Integer> {
+final class UploadCommand implements Callable<Integer> {
     @Parameters(index = "0", description = "model folder, archive, or data file")
     Path path;
     @Option(names = "--name", description = "name shown for the upload (default: the folder or file name)")

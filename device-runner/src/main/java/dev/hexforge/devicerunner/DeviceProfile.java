@@ -1,5 +1,6 @@
 package dev.hexforge.devicerunner;
 
+import com.sun.management.OperatingSystemMXBean;
 import dev.hexforge.compile.QnnSdk;
 import dev.hexforge.compile.Soc;
 import dev.hexforge.devicerunner.adb.Adb;
@@ -29,7 +30,7 @@ public record DeviceProfile(String name, String soc, Integer htpArch, long ramBy
      * @param soc the host's chipset when it has an NPU (a Windows-on-Snapdragon laptop), or null
      */
     public static DeviceProfile host(int threads, String soc) {
-        long ram = ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os
+        long ram = ManagementFactory.getOperatingSystemMXBean() instanceof OperatingSystemMXBean os
                 ? os.getTotalMemorySize() : 0;
         Backend cpu = OrtBackend.cpu(threads);
         List<Backend> backends = OrtBackend.qnnAvailable() ? List.of(cpu, OrtBackend.qnn(threads, soc)) : List.of(cpu);

@@ -1,18 +1,19 @@
 package dev.hexforge.devicerunner;
 
-import dev.hexforge.contracts.BenchmarkResult;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.hexforge.client.ArtifactDownloader;
+import dev.hexforge.client.GatewayClient;
+import dev.hexforge.contracts.BenchmarkResult;
 import dev.hexforge.devicerunner.adb.Adb;
 import dev.hexforge.devicerunner.adb.Phone;
-import dev.hexforge.client.GatewayClient;
+import dev.hexforge.eval.DeviceReference;
 import dev.hexforge.io.Folders;
 import dev.hexforge.signing.Keys;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
+import picocli.CommandLine;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -61,7 +62,7 @@ public final class Main implements Runnable {
         try {
             SignedBundle bundle = SignedBundle.verify(dir, key);
             BenchmarkResult r = OrtBackend.cpu(o.threads).run(bundle, o.promptLength, o.newTokens,
-                    dev.hexforge.eval.DeviceReference.read(dir));
+                    DeviceReference.read(dir));
             System.out.println(JSON.writeValueAsString(r));
             return 0;
         } catch (BundleRefusedException e) {
@@ -95,7 +96,7 @@ public final class Main implements Runnable {
             String token = System.getenv("HEXFORGE_DEVICE_TOKEN");
             Path dir = work != null ? Files.createDirectories(work) : Files.createTempDirectory("hexforge-runner");
             List<RunnerLoop> loops = new ArrayList<>();
-            List<java.security.PublicKey> trusted = trust.stream().map(dev.hexforge.signing.Keys::readPublic).toList();
+            List<PublicKey> trusted = trust.stream().map(Keys::readPublic).toList();
             if (token != null && !token.isBlank()) {
                 loops.add(new RunnerLoop(new GatewayClient(url, token), dir.resolve("host"), DeviceProfile.host(threads, soc), trusted));
             }

@@ -1,8 +1,9 @@
 package dev.hexforge.devicerunner;
 
-import dev.hexforge.contracts.BenchmarkResult;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.hexforge.compile.Soc;
+import dev.hexforge.contracts.BenchmarkResult;
 import dev.hexforge.eval.DeviceReference;
 import dev.hexforge.eval.Perplexity;
 import dev.hexforge.generate.CausalLm;
@@ -18,6 +19,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -37,9 +39,9 @@ public final class OrtBackend implements Backend {
     static final int PROFILED_STEPS = 8;
     private final String name;
     private final int threads;
-    private final dev.hexforge.compile.Soc soc;
+    private final Soc soc;
 
-    private OrtBackend(String name, int threads, dev.hexforge.compile.Soc soc) {
+    private OrtBackend(String name, int threads, Soc soc) {
         this.name = name;
         this.threads = threads;
         this.soc = soc;
@@ -58,7 +60,7 @@ public final class OrtBackend implements Backend {
         if (!qnnAvailable()) {
             throw new IllegalStateException("this ONNX Runtime build (" + OrtSessions.runtimeVersion() + ") has no QNN execution provider");
         }
-        return new OrtBackend(QNN, threads, soc == null ? null : dev.hexforge.compile.Soc.find(soc).orElse(null));
+        return new OrtBackend(QNN, threads, soc == null ? null : Soc.find(soc).orElse(null));
     }
 
     /** Share of the reference continuation predicted greedily, teacher-forced (one miss does not cascade). */
@@ -71,7 +73,7 @@ public final class OrtBackend implements Backend {
 
     private static double median(double[] v) {
         double[] c = v.clone();
-        java.util.Arrays.sort(c);
+        Arrays.sort(c);
         return c[c.length / 2];
     }
 

@@ -1,15 +1,18 @@
 package dev.hexforge.devicerunner;
 
-import dev.hexforge.contracts.DeviceMessages;
-import dev.hexforge.contracts.ErrorCode;
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.hexforge.client.ArtifactDownloader;
 import dev.hexforge.client.GatewayClient;
+import dev.hexforge.contracts.DeviceMessages;
+import dev.hexforge.contracts.ErrorCode;
 import dev.hexforge.eval.DeviceReference;
 import dev.hexforge.io.Folders;
+import dev.hexforge.signing.VerificationException;
 
 import java.nio.file.Path;
+import java.security.PublicKey;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -35,10 +38,10 @@ public final class RunnerLoop implements Runnable, AutoCloseable {
     private volatile boolean stopped;
     /** The task being run, named in each heartbeat (only the task named keeps its lease); null when idle. */
     private volatile String running;
-    private final List<java.security.PublicKey> trusted;
+    private final List<PublicKey> trusted;
 
     /** @param trusted the fleet's public keys this runner accepts signatures from (pinned, never taken from the gateway) */
-    public RunnerLoop(GatewayClient gateway, Path work, DeviceProfile device, List<java.security.PublicKey> trusted) {
+    public RunnerLoop(GatewayClient gateway, Path work, DeviceProfile device, List<PublicKey> trusted) {
         if (trusted.isEmpty()) {
             throw new IllegalArgumentException("a runner needs the fleet's public key to trust (--trust KEY.pub.pem)");
         }
@@ -121,7 +124,7 @@ public final class RunnerLoop implements Runnable, AutoCloseable {
                 results.add(backend.run(bundle, task.path("promptLength").asInt(), task.path("newTokens").asInt(), reference));
             }
             return Map.of("results", results);
-        } catch (BundleRefusedException | dev.hexforge.signing.VerificationException e) {
+        } catch (BundleRefusedException | VerificationException e) {
             return error(ErrorCode.BUNDLE_REFUSED, "refusing the bundle: " + e.getMessage());
         } catch (ArtifactDownloader.DownloadException e) {
             return error(ErrorCode.ARTIFACT_UNAVAILABLE, e.getMessage());
@@ -158,7 +161,7 @@ public final class RunnerLoop implements Runnable, AutoCloseable {
     private static String write(Object o) {
         try {
             return JSON.writeValueAsString(o);
-        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+        } catch (JsonProcessingException e) {
             throw new IllegalStateException(e);
         }
     }

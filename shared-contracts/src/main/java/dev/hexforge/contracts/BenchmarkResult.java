@@ -3,6 +3,7 @@ package dev.hexforge.contracts;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
 
 /**
  * What one benchmark of an LLM bundle measured, in the units its names say (seconds, milliseconds, tokens per second,
@@ -40,7 +41,7 @@ public record BenchmarkResult(String backend, String device, String bundleRootDi
     /** Throws {@link IllegalArgumentException} naming the first field (under {@code at}) that is out of bounds. */
     public void check(String at) {
         if (backend == null || !DeviceMessages.BACKENDS.contains(backend)) {
-            throw new IllegalArgumentException(at + "backend: must be one of " + new java.util.TreeSet<>(DeviceMessages.BACKENDS));
+            throw new IllegalArgumentException(at + "backend: must be one of " + new TreeSet<>(DeviceMessages.BACKENDS));
         }
         text(at + "device", device, 200, false);
         if (bundleRootDigest != null && !bundleRootDigest.matches("[0-9a-f]{64}")) {
@@ -82,7 +83,7 @@ public record BenchmarkResult(String backend, String device, String bundleRootDi
             for (Map.Entry<String, String> e : notAvailable.entrySet()) {
                 if (!FIGURES.contains(e.getKey())) {
                     throw new IllegalArgumentException(at + "notAvailable: '" + clip(e.getKey()) + "' is not a figure of a result; one of "
-                            + new java.util.TreeSet<>(FIGURES));
+                            + new TreeSet<>(FIGURES));
                 }
                 text(at + "notAvailable." + e.getKey(), e.getValue(), 500, false);
             }

@@ -8,8 +8,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 
+import java.util.Collection;
 import java.util.List;
 import java.util.Set;
+import java.util.TreeSet;
 
 /**
  * What device runners and the gateway say to each other over REST (/api/v1/runner), versioned with the API. The
@@ -93,7 +95,7 @@ public final class DeviceMessages {
         if (type == double.class || type == Double.class) {
             return "a number";
         }
-        if (java.util.Collection.class.isAssignableFrom(type)) {
+        if (Collection.class.isAssignableFrom(type)) {
             return "a list";
         }
         return "a JSON object";
@@ -115,7 +117,7 @@ public final class DeviceMessages {
         @Override
         public void check() {
             if (backends == null || backends.isEmpty()) {
-                throw new IllegalArgumentException("backends: name at least one of " + new java.util.TreeSet<>(BACKENDS));
+                throw new IllegalArgumentException("backends: name at least one of " + new TreeSet<>(BACKENDS));
             }
             if (backends.size() > BACKENDS.size()) {
                 throw new IllegalArgumentException("backends: at most " + BACKENDS.size() + " (each known backend once), got "
@@ -125,7 +127,7 @@ public final class DeviceMessages {
                 String b = backends.get(i);
                 if (b == null || !BACKENDS.contains(b)) {
                     throw new IllegalArgumentException("backends[" + i + "]: '" + (b == null ? "null" : b.length() > 40 ? b.substring(0, 40) + "..." : b)
-                            + "' is not one of " + new java.util.TreeSet<>(BACKENDS));
+                            + "' is not one of " + new TreeSet<>(BACKENDS));
                 }
                 if (backends.indexOf(b) != i) {
                     throw new IllegalArgumentException("backends[" + i + "]: '" + b + "' is listed twice");

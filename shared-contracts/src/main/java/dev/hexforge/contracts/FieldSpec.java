@@ -1,5 +1,6 @@
 package dev.hexforge.contracts;
 
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -46,10 +47,10 @@ public record FieldSpec(String name, Kind kind, Object defaultValue, String desc
 
     /** An integer that must be one of {@code allowed}. */
     public static FieldSpec integerOneOf(String name, long def, String doc, long... allowed) {
-        long min = java.util.Arrays.stream(allowed).min().orElseThrow();
-        long max = java.util.Arrays.stream(allowed).max().orElseThrow();
+        long min = Arrays.stream(allowed).min().orElseThrow();
+        long max = Arrays.stream(allowed).max().orElseThrow();
         return new FieldSpec(name, Kind.INTEGER, def, doc, (double) min, (double) max,
-                java.util.Arrays.stream(allowed).mapToObj(Long::toString).toList(), null, false);
+                Arrays.stream(allowed).mapToObj(Long::toString).toList(), null, false);
     }
 
     /** An integer whose default is a rule over other fields (stated in {@code doc}); absent stays absent. */

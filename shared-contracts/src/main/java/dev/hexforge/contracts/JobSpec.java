@@ -1,6 +1,8 @@
 package dev.hexforge.contracts;
 
+import com.fasterxml.jackson.annotation.JsonCreator;
 import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonProperty;
 
 import java.util.List;
 
@@ -11,17 +13,17 @@ public record JobSpec(int schemaVersion, String name, Input model, List<String> 
     /** An input: exactly one of an upload's id, an artifact's id (of the same tenant) or a server path under the input roots. */
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record Input(String upload, String artifact, String path) {
-        @com.fasterxml.jackson.annotation.JsonCreator(mode = com.fasterxml.jackson.annotation.JsonCreator.Mode.PROPERTIES)
-        public Input(@com.fasterxml.jackson.annotation.JsonProperty("upload") String upload,
-                     @com.fasterxml.jackson.annotation.JsonProperty("artifact") String artifact,
-                     @com.fasterxml.jackson.annotation.JsonProperty("path") String path) {
+        @JsonCreator(mode = JsonCreator.Mode.PROPERTIES)
+        public Input(@JsonProperty("upload") String upload,
+                     @JsonProperty("artifact") String artifact,
+                     @JsonProperty("path") String path) {
             this.upload = upload;
             this.artifact = artifact;
             this.path = path;
         }
 
         /** Specs stored before inputs were objects name a path as a plain string. */
-        @com.fasterxml.jackson.annotation.JsonCreator(mode = com.fasterxml.jackson.annotation.JsonCreator.Mode.DELEGATING)
+        @JsonCreator(mode = JsonCreator.Mode.DELEGATING)
         static Input fromString(String path) {
             return ofPath(path);
         }

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.TextNode;
 
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -220,7 +221,7 @@ public final class JobSpecSchema {
             case STRING -> {
                 // YAML reads `activations: 16` as a number: a whole number spelled as one of the allowed values is that value
                 if (v.isIntegralNumber() && f.allowed() != null && f.allowed().contains(v.asText())) {
-                    return com.fasterxml.jackson.databind.node.TextNode.valueOf(v.asText());
+                    return TextNode.valueOf(v.asText());
                 }
                 if (!v.isTextual() || v.asText().isBlank()) {
                     problems.add(new Problem(p, "must be a non-empty string"));

@@ -3,9 +3,11 @@ package dev.hexforge.contracts;
 import com.fasterxml.jackson.annotation.JsonSubTypes;
 import com.fasterxml.jackson.annotation.JsonTypeInfo;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 
 /** Messages between the gateway and stage services, versioned by {@link #SCHEMA_VERSION}. */
 public final class StageEvents {
@@ -51,7 +53,7 @@ public final class StageEvents {
 
     /** The catalogue id of an attempt's output: the same on every replica and every redelivery. */
     public static String artifactId(String attemptId, String sha256) {
-        return java.util.UUID.nameUUIDFromBytes((attemptId + "/" + sha256).getBytes(java.nio.charset.StandardCharsets.UTF_8)).toString();
+        return UUID.nameUUIDFromBytes((attemptId + "/" + sha256).getBytes(StandardCharsets.UTF_8)).toString();
     }
 
     /** Tells every stage service to stop an attempt (the job was cancelled), on {@link Topics#CONTROL}. */

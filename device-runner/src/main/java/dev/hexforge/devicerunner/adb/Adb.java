@@ -2,6 +2,7 @@ package dev.hexforge.devicerunner.adb;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -26,7 +27,7 @@ public final class Adb {
             return new Adb(explicit);
         }
         String sdk = System.getenv("ANDROID_HOME");
-        if (sdk != null && java.nio.file.Files.isExecutable(Path.of(sdk, "platform-tools", "adb"))) {
+        if (sdk != null && Files.isExecutable(Path.of(sdk, "platform-tools", "adb"))) {
             return new Adb(Path.of(sdk, "platform-tools", "adb").toString());
         }
         return new Adb("adb");
@@ -85,7 +86,7 @@ public final class Adb {
         Path log;
         Process p;
         try {
-            log = java.nio.file.Files.createTempFile("hexforge-adb", ".log");
+            log = Files.createTempFile("hexforge-adb", ".log");
             p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
         } catch (IOException e) {
             throw new AdbException("cannot run " + executable + ": " + e.getMessage() + " (install Android platform-tools, or set HEXFORGE_ADB)", e);
@@ -95,7 +96,7 @@ public final class Adb {
                 p.destroyForcibly();
                 throw new AdbException("adb " + summary(args) + " did not finish in " + timeoutSeconds + " s");
             }
-            String text = java.nio.file.Files.readString(log, StandardCharsets.UTF_8);
+            String text = Files.readString(log, StandardCharsets.UTF_8);
             if (p.exitValue() != 0) {
                 throw new AdbException("adb " + summary(args) + " failed (exit " + p.exitValue() + "): " + tail(text));
             }
@@ -108,7 +109,7 @@ public final class Adb {
             throw new AdbException("interrupted while adb ran", e);
         } finally {
             try {
-                java.nio.file.Files.deleteIfExists(log);
+                Files.deleteIfExists(log);
             } catch (IOException ignored) {
                 // a temp file
             }

@@ -1,9 +1,10 @@
 package dev.hexforge.devicerunner.adb;
 
-import dev.hexforge.contracts.BenchmarkResult;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.hexforge.compile.QnnTriage;
 import dev.hexforge.compile.Soc;
+import dev.hexforge.contracts.BenchmarkResult;
 import dev.hexforge.devicerunner.Backend;
 import dev.hexforge.devicerunner.SignedBundle;
 import dev.hexforge.eval.DeviceReference;
@@ -18,12 +19,15 @@ import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -115,7 +119,7 @@ public final class AdbQnnBackend implements Backend {
                 int w = reference.perplexityWindow();
                 for (int k = 0; k < plan.windows; k++) {
                     nll += Perplexity.windowNll(pullLogits(remote, stage, line++, info),
-                            java.util.Arrays.copyOfRange(reference.perplexityIds(), k * w, (k + 1) * w));
+                            Arrays.copyOfRange(reference.perplexityIds(), k * w, (k + 1) * w));
                     scored += w - 1;
                 }
                 ppl = Math.exp(nll / scored);
@@ -195,10 +199,10 @@ public final class AdbQnnBackend implements Backend {
         }
         for (int k = 0; k < plan.windows; k++) {
             int w = plan.reference.perplexityWindow();
-            promptRuns.add(java.util.Arrays.copyOfRange(plan.reference.perplexityIds(), k * w, (k + 1) * w));
+            promptRuns.add(Arrays.copyOfRange(plan.reference.perplexityIds(), k * w, (k + 1) * w));
         }
         if (promptRuns.isEmpty()) {
-            promptRuns.add(new java.util.SplittableRandom(1).ints(seq, 10, Math.min(1000, info.vocabSize())).toArray());
+            promptRuns.add(new SplittableRandom(1).ints(seq, 10, Math.min(1000, info.vocabSize())).toArray());
         }
         for (String g : List.of("prompt", "token")) {
             int n = g.equals("prompt") ? seq : 1;
@@ -281,7 +285,7 @@ public final class AdbQnnBackend implements Backend {
         try {
             adb.shell(phone.serial(), "sh " + remote + "/run.sh " + graph, 3600);
         } catch (AdbException e) {
-            String why = dev.hexforge.compile.QnnTriage.explain(e.getMessage())
+            String why = QnnTriage.explain(e.getMessage())
                     .map(d -> ": " + d.cause() + ". Fix: " + d.fix()).orElse("");
             throw new IllegalStateException("qnn-net-run failed on " + phone.describe() + " running the " + graph + " graph" + why + "\n"
                     + e.getMessage(), e);
@@ -301,7 +305,7 @@ public final class AdbQnnBackend implements Backend {
         adb.pull(phone.serial(), remote + "/out_" + graph + "/" + written, local);
         List<String> cmd = List.of(sdk.resolve("bin/x86_64-linux-clang/qnn-profile-viewer").toString(), "--input_log", local.toString());
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         try {
             if (!p.waitFor(5, TimeUnit.MINUTES) || p.exitValue() != 0) {
                 throw new AdbException("qnn-profile-viewer failed on the " + graph + " run's log: " + out.strip() + "\nqnn-net-run printed: " + log.strip());

@@ -10,6 +10,7 @@ import dev.hexforge.signing.VerificationException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.net.HttpURLConnection;
 import java.net.URI;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
@@ -17,9 +18,16 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.security.PublicKey;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
 
 /**
  * Downloads an artifact folder from the fleet and only then puts it in place: every file from a presigned URL into
@@ -31,9 +39,9 @@ import java.util.List;
  */
 public final class ArtifactDownloader {
     private static final int TRIES = 4;
-    public static final java.time.Duration PATIENCE = java.time.Duration.ofMinutes(2);
+    public static final Duration PATIENCE = Duration.ofMinutes(2);
     private final GatewayClient gateway;
-    private final java.time.Duration patience;
+    private final Duration patience;
 
     /** What a finished download established. */
     public record Result(Path folder, String rootDigest, PublicKey key, String keyHint, boolean provenance, int files, long bytes,
@@ -50,7 +58,7 @@ public final class ArtifactDownloader {
     }
 
     /** @param patience how long to keep trying while the gateway or the storage is away */
-    public ArtifactDownloader(GatewayClient gateway, java.time.Duration patience) {
+    public ArtifactDownloader(GatewayClient gateway, Duration patience) {
         this.gateway = gateway;
         this.patience = patience;
     }
@@ -84,7 +92,7 @@ public final class ArtifactDownloader {
      * Runs the attempt again while it fails for want of the gateway or the storage, 0.5 s, 1, 2, 4 and then 5 s apart,
      * for up to the patience; any other failure, and the last one, is thrown.
      */
-    private <T> T patiently(java.util.function.Supplier<T> attempt) {
+    private <T> T patiently(Supplier<T> attempt) {
         long start = System.nanoTime();
         long pause = 500;
         while (true) {
@@ -124,7 +132,7 @@ public final class ArtifactDownloader {
         files.add(new String[]{ModelSignature.DEFAULT_SIGNATURE, null, "-1"});
         long bytes = 0;
         long resumed = 0;
-        java.util.Map<String, String> known = new java.util.HashMap<>(); // hashed while written: not read again
+        Map<String, String> known = new HashMap<>(); // hashed while written: not read again
         int renewals = 0;
         try {
             Files.createDirectories(stage);
@@ -186,7 +194,7 @@ public final class ArtifactDownloader {
         for (int tryNo = 0; tryNo < TRIES; tryNo++) {
             long have = Files.exists(target) ? Files.size(target) : 0;
             // the storage GET goes through HttpURLConnection: it streams large bodies about twice as fast as HttpClient
-            java.net.HttpURLConnection r = (java.net.HttpURLConnection) url.toURL().openConnection();
+            HttpURLConnection r = (HttpURLConnection) url.toURL().openConnection();
             r.setConnectTimeout(10_000);
             r.setReadTimeout(600_000);
             r.setInstanceFollowRedirects(false);
@@ -212,7 +220,7 @@ public final class ArtifactDownloader {
                 r.disconnect();
             } else if (status == 200 || status == 206) {
                 boolean append = status == 206;
-                java.security.MessageDigest md = sha256();
+                MessageDigest md = sha256();
                 try (InputStream in = r.getInputStream(); OutputStream o = Files.newOutputStream(target, StandardOpenOption.CREATE,
                         StandardOpenOption.WRITE, append ? StandardOpenOption.APPEND : StandardOpenOption.TRUNCATE_EXISTING)) {
                     long done = append ? have : 0;
@@ -230,7 +238,7 @@ public final class ArtifactDownloader {
                     continue;
                 }
                 if (!append) {
-                    streamedDigest = java.util.HexFormat.of().formatHex(md.digest());
+                    streamedDigest = HexFormat.of().formatHex(md.digest());
                 }
             } else {
                 InputStream err = r.getErrorStream();
@@ -260,10 +268,10 @@ public final class ArtifactDownloader {
         }
     }
 
-    private static java.security.MessageDigest sha256() {
+    private static MessageDigest sha256() {
         try {
-            return java.security.MessageDigest.getInstance("SHA-256");
-        } catch (java.security.NoSuchAlgorithmException e) {
+            return MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);
         }
     }

@@ -4,14 +4,22 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.net.ConnectException;
 import java.net.URI;
+import java.net.URLEncoder;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.function.BiConsumer;
+import java.util.function.Supplier;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * The gateway's REST API as the CLI, the demo and the device-runner use it. Where: {@code HEXFORGE_URL} (or -Dhexforge.url; default the standalone
@@ -128,13 +136,13 @@ public final class GatewayClient {
      * Reads a server-sent event stream until the server ends it, handing each event's name and data to the
      * consumer. A connection that breaks just ends the call; the caller decides whether to reconnect.
      */
-    public void events(String path, java.util.function.BiConsumer<String, String> onEvent) {
+    public void events(String path, BiConsumer<String, String> onEvent) {
         HttpRequest req = HttpRequest.newBuilder(URI.create(base + path)).header("Authorization", "Bearer " + token)
                 .header("Accept", "text/event-stream").build();
         try {
-            HttpResponse<java.util.stream.Stream<String>> r = http.send(req, HttpResponse.BodyHandlers.ofLines());
+            HttpResponse<Stream<String>> r = http.send(req, HttpResponse.BodyHandlers.ofLines());
             if (r.statusCode() != 200) {
-                String body = r.body().collect(java.util.stream.Collectors.joining("\n"));
+                String body = r.body().collect(Collectors.joining("\n"));
                 ok(new Reply(r.statusCode(), body.isBlank() ? JSON.createObjectNode() : JSON.readTree(body)));
             }
             String[] name = {"message"};
@@ -157,7 +165,7 @@ public final class GatewayClient {
             }
         } catch (ConnectException e) {
             throw notReachable(e);
-        } catch (IOException | java.io.UncheckedIOException e) {
+        } catch (IOException | UncheckedIOException e) {
             // the stream broke: the caller looks at the job and reconnects if it still runs
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -166,9 +174,9 @@ public final class GatewayClient {
     }
 
     /** Streams a body of unknown length to {@code POST /api/v1/uploads?name=...} (chunked; nothing held whole). */
-    public Reply upload(String name, java.util.function.Supplier<java.io.InputStream> body) {
+    public Reply upload(String name, Supplier<InputStream> body) {
         HttpRequest req = HttpRequest.newBuilder(URI.create(base + "/api/v1/uploads?name="
-                        + java.net.URLEncoder.encode(name, java.nio.charset.StandardCharsets.UTF_8)))
+                        + URLEncoder.encode(name, StandardCharsets.UTF_8)))
                 .header("Authorization", "Bearer " + token).header("Content-Type", "application/octet-stream")
                 .POST(HttpRequest.BodyPublishers.ofInputStream(body)).build();
         try {

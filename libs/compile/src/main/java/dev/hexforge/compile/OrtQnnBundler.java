@@ -4,10 +4,12 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hexforge.io.Folders;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.export.Variant;
 import dev.hexforge.onnx.qnn.Precision;
 import dev.hexforge.onnx.qnn.QnnPreflight;
+import dev.hexforge.onnx.runtime.OrtSessions;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -61,7 +63,7 @@ public final class OrtQnnBundler {
             io.put(g.getKey(), GraphIo.read(graph));
         }
         try {
-            dev.hexforge.io.Folders.copyTree(export, out);
+            Folders.copyTree(export, out);
             ObjectNode provider = JSON.createObjectNode();
             provider.put("backend_path", "libQnnHtp.so");
             provider.put("htp_performance_mode", opt.performanceMode());
@@ -142,7 +144,7 @@ public final class OrtQnnBundler {
         ObjectNode tools = m.putObject("tools");
         tools.put("hexforge", info.hexforgeVersion());
         tools.put("onnxOpset", info.opset());
-        tools.put("onnxRuntime", dev.hexforge.onnx.runtime.OrtSessions.runtimeVersion());
+        tools.put("onnxRuntime", OrtSessions.runtimeVersion());
         return m;
     }
 }

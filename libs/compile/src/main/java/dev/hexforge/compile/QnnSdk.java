@@ -1,13 +1,16 @@
 package dev.hexforge.compile;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hexforge.compile.genie.GenieBundle;
+import dev.hexforge.contracts.ErrorCode;
+import dev.hexforge.io.Folders;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.export.Variant;
 import dev.hexforge.onnx.qnn.Precision;
 import dev.hexforge.onnx.qnn.QnnPreflight;
-import dev.hexforge.compile.genie.GenieBundle;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -184,7 +187,7 @@ public final class QnnSdk {
         } catch (IOException e) {
             throw new CompileException("compiling into " + out + ": " + e.getMessage(), "check the compile service's disk", e);
         } finally {
-            dev.hexforge.io.Folders.deleteQuietly(work);
+            Folders.deleteQuietly(work);
         }
     }
 
@@ -202,8 +205,8 @@ public final class QnnSdk {
                 weights += w;
             }
         }
-        com.fasterxml.jackson.databind.JsonNode acts = JSON.readTree(encodings.toFile()).path("activation_encodings");
-        com.fasterxml.jackson.databind.JsonNode kv = acts.has("present.0.key") ? acts.path("present.0.key") : acts.path("past_key_0_in");
+        JsonNode acts = JSON.readTree(encodings.toFile()).path("activation_encodings");
+        JsonNode kv = acts.has("present.0.key") ? acts.path("present.0.key") : acts.path("past_key_0_in");
         int kvBits = kv.path(0).path("bitwidth").asInt(8);
         long kvBytes = 2L * info.numLayers() * info.numKvHeads() * info.contextLength() * info.headDim() * kvBits / 8;
         ObjectNode m = JSON.createObjectNode();
@@ -292,7 +295,7 @@ public final class QnnSdk {
             String out = Files.readString(log, StandardCharsets.UTF_8);
             String tail = out.length() > 2000 ? out.substring(out.length() - 2000) : out;
             QnnTriage.Diagnosis d = QnnTriage.explain(out).orElse(null);
-            throw new CompileException(d != null ? d.code() : dev.hexforge.contracts.ErrorCode.COMPILE_FAILED, what + " failed (exit " + p.exitValue() + ")"
+            throw new CompileException(d != null ? d.code() : ErrorCode.COMPILE_FAILED, what + " failed (exit " + p.exitValue() + ")"
                     + (d != null ? ": " + d.cause() : "") + "\n" + tail.strip(), d != null ? d.fix() : "see the tool's output above", null);
         }
     }

@@ -2,6 +2,7 @@ package dev.hexforge.compile;
 
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 
 /**
  * A Snapdragon SoC by its chipset name, with its Hexagon (HTP) architecture, the numeric SoC model id the QNN
@@ -18,7 +19,7 @@ public record Soc(String name, String marketing, int htpArch, int qnnSocModel, d
             new Soc("SC8380XP", "Snapdragon X Elite", 73, 60, 135.0e9)); // LPDDR5X-8448, 128-bit
 
     /** The known SoC with this chipset name (case-insensitive). */
-    public static java.util.Optional<Soc> find(String name) {
+    public static Optional<Soc> find(String name) {
         return KNOWN.stream().filter(s -> s.name.equalsIgnoreCase(name)).findFirst();
     }
 

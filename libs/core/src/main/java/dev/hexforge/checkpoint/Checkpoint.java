@@ -1,13 +1,22 @@
 package dev.hexforge.checkpoint;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hexforge.kernels.FrozenMatrix;
 import dev.hexforge.safetensors.DType;
 import dev.hexforge.safetensors.TensorInfo;
 import dev.hexforge.safetensors.TensorStore;
 
 import java.io.Closeable;
+import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.LongBuffer;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -138,7 +147,7 @@ public final class Checkpoint implements Closeable {
 
     /** Lanes (of {@code 64 / lanes} bits) whose {@code mask} bits are all set, in a little-endian buffer. */
     private static long countAllSet(ByteBuffer src, long mask, int lanes, long[] chunk) {
-        ByteBuffer b = src.duplicate().order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer b = src.duplicate().order(ByteOrder.LITTLE_ENDIAN);
         int laneBits = 64 / lanes;
         // a lane's masked bits XOR the mask is zero exactly when all are set; adding (top bit - 1) to the lane sets its
         // top bit when it is not zero, without a carry into the next lane (the mask leaves the top bit clear)
@@ -149,7 +158,7 @@ public final class Checkpoint implements Closeable {
             top |= 1L << (i * laneBits + laneBits - 1);
         }
         long bad = 0;
-        java.nio.LongBuffer longs = b.asLongBuffer();
+        LongBuffer longs = b.asLongBuffer();
         while (longs.hasRemaining()) {
             int n = Math.min(chunk.length, longs.remaining());
             longs.get(chunk, 0, n);
@@ -235,12 +244,12 @@ public final class Checkpoint implements Closeable {
      */
     public String name() {
         try {
-            com.fasterxml.jackson.databind.JsonNode n = new com.fasterxml.jackson.databind.ObjectMapper()
+            JsonNode n = new ObjectMapper()
                     .readTree(dir.resolve("config.json").toFile()).path(NAME_FIELD);
             if (n.isTextual() && !n.asText().isBlank()) {
                 return n.asText();
             }
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
             // opened already, so config.json was readable; the folder's name will do
         }
         Path f = dir.toAbsolutePath().normalize().getFileName();
@@ -250,18 +259,18 @@ public final class Checkpoint implements Closeable {
     private static final String NAME_FIELD = "_name_or_path";
 
     /** Copies this folder's side files (those present) into {@code dir}; config.json names the model ({@link #name}). */
-    public void copySideFiles(Path dir) throws java.io.IOException {
+    public void copySideFiles(Path dir) throws IOException {
         for (String f : SIDE_FILES) {
             Path src = this.dir.resolve(f);
-            if (java.nio.file.Files.isRegularFile(src)) {
-                java.nio.file.Files.copy(src, dir.resolve(f), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            if (Files.isRegularFile(src)) {
+                Files.copy(src, dir.resolve(f), StandardCopyOption.REPLACE_EXISTING);
             }
         }
         Path config = dir.resolve("config.json");
-        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper()
-                .enable(com.fasterxml.jackson.databind.SerializationFeature.INDENT_OUTPUT);
-        com.fasterxml.jackson.databind.JsonNode c = json.readTree(config.toFile());
-        if (c instanceof com.fasterxml.jackson.databind.node.ObjectNode o && !o.path(NAME_FIELD).isTextual()) {
+        ObjectMapper json = new ObjectMapper()
+                .enable(SerializationFeature.INDENT_OUTPUT);
+        JsonNode c = json.readTree(config.toFile());
+        if (c instanceof ObjectNode o && !o.path(NAME_FIELD).isTextual()) {
             o.put(NAME_FIELD, name());
             json.writeValue(config.toFile(), o);
         }

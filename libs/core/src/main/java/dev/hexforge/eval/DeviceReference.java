@@ -11,6 +11,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -76,7 +77,7 @@ public record DeviceReference(int[] prompt, int[] continuation, int[] perplexity
 
     /** The prompt followed by all but the last continuation token: one run of it gives every greedy prediction. */
     public int[] teacherForcedSequence() {
-        int[] seq = java.util.Arrays.copyOf(prompt, prompt.length + Math.max(0, continuation.length - 1));
+        int[] seq = Arrays.copyOf(prompt, prompt.length + Math.max(0, continuation.length - 1));
         System.arraycopy(continuation, 0, seq, prompt.length, Math.max(0, continuation.length - 1));
         return seq;
     }

@@ -7,6 +7,8 @@ import dev.hexforge.generate.DecodeSession;
 import dev.hexforge.kernels.FrozenMatrix;
 import dev.hexforge.kernels.Kernels;
 
+import java.util.Arrays;
+
 /**
  * The reference forward of a Qwen2 / Llama / Qwen3 decoder in plain Java, following Hugging Face's float32 eager
  * path (RMSNorm, Qwen3's per-head q/k RMSNorm, RoPE with Llama 3's scaling, GQA attention with causal mask, SwiGLU
@@ -98,7 +100,7 @@ public final class DecoderForward implements CausalLm {
             }
             k.matmulNT(finalNormed, head, logits, rows);
             for (int t = 0; t < rows; t++) {
-                out[from + t] = java.util.Arrays.copyOfRange(logits, t * vocab, (t + 1) * vocab);
+                out[from + t] = Arrays.copyOfRange(logits, t * vocab, (t + 1) * vocab);
             }
         }
         return out;
@@ -213,7 +215,7 @@ public final class DecoderForward implements CausalLm {
         }
         int h = c.hiddenSize();
         for (int t = 0; t < trace.length; t++) {
-            trace[t][at] = java.util.Arrays.copyOfRange(x, t * h, (t + 1) * h);
+            trace[t][at] = Arrays.copyOfRange(x, t * h, (t + 1) * h);
         }
     }
 
@@ -269,7 +271,7 @@ public final class DecoderForward implements CausalLm {
         }
         float[] keys = cache.keys(layer);
         float[] values = cache.values(layer);
-        java.util.Arrays.fill(s.attn, 0f);
+        Arrays.fill(s.attn, 0f);
         for (int head = 0; head < c.numHeads(); head++) {
             int kvOff = (head / group) * d;
             int qOff = head * d;

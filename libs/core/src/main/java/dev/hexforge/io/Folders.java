@@ -2,9 +2,19 @@ package dev.hexforge.io;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.SeekableByteChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.OpenOption;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.FileAttribute;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Comparator;
+import java.util.Set;
 import java.util.stream.Stream;
 
 /** Folder helpers shared by every pass that writes a folder and must leave nothing half-written. */
@@ -35,16 +45,16 @@ public final class Folders {
             Path tmp = parent.resolve(file.getFileName() + ".partial");
             Files.deleteIfExists(tmp);
             // created with mode 600, so the secret is never readable by others, not even for a moment
-            java.util.Set<java.nio.file.OpenOption> options = java.util.Set.of(java.nio.file.StandardOpenOption.CREATE_NEW,
-                    java.nio.file.StandardOpenOption.WRITE);
-            java.nio.file.attribute.FileAttribute<?>[] attrs = parent.getFileSystem().supportedFileAttributeViews().contains("posix")
-                    ? new java.nio.file.attribute.FileAttribute<?>[]{java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
-                    java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"))}
-                    : new java.nio.file.attribute.FileAttribute<?>[0];
-            try (java.nio.channels.SeekableByteChannel ch = Files.newByteChannel(tmp, options, attrs)) {
-                ch.write(java.nio.ByteBuffer.wrap(text.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+            Set<OpenOption> options = Set.of(StandardOpenOption.CREATE_NEW,
+                    StandardOpenOption.WRITE);
+            FileAttribute<?>[] attrs = parent.getFileSystem().supportedFileAttributeViews().contains("posix")
+                    ? new FileAttribute<?>[]{PosixFilePermissions.asFileAttribute(
+                    PosixFilePermissions.fromString("rw-------"))}
+                    : new FileAttribute<?>[0];
+            try (SeekableByteChannel ch = Files.newByteChannel(tmp, options, attrs)) {
+                ch.write(ByteBuffer.wrap(text.getBytes(StandardCharsets.UTF_8)));
             }
-            Files.move(tmp, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         } catch (IOException e) {
             throw new UncheckedIOException("writing " + file + ": " + e.getMessage(), e);
         }
@@ -53,7 +63,7 @@ public final class Folders {
     /** Bytes of the regular files under a folder (0 when it is gone). */
     public static long size(Path dir) {
         try (Stream<Path> s = Files.walk(dir)) {
-            return s.filter(p -> Files.isRegularFile(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)).mapToLong(p -> {
+            return s.filter(p -> Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)).mapToLong(p -> {
                 try {
                     return Files.size(p);
                 } catch (IOException e) {
@@ -70,9 +80,9 @@ public final class Folders {
         try (Stream<Path> s = Files.walk(from)) {
             for (Path p : s.toList()) {
                 Path t = to.resolve(from.relativize(p).toString());
-                if (Files.isDirectory(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                if (Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) {
                     Files.createDirectories(t);
-                } else if (Files.isRegularFile(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                } else if (Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)) {
                     Files.copy(p, t);
                 } else {
                     throw new IllegalArgumentException("'" + from.relativize(p) + "' in " + from + " is not a regular file");

@@ -1,16 +1,21 @@
 package dev.hexforge.io;
 
+import dev.hexforge.contracts.ErrorCode;
+import dev.hexforge.contracts.HexforgeException;
 import org.apache.commons.compress.archivers.ArchiveEntry;
 import org.apache.commons.compress.archivers.ArchiveInputStream;
 import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
 import org.apache.commons.compress.archivers.tar.TarArchiveInputStream;
+import org.apache.commons.compress.archivers.tar.TarArchiveOutputStream;
 import org.apache.commons.compress.archivers.zip.ZipArchiveEntry;
 import org.apache.commons.compress.archivers.zip.ZipArchiveInputStream;
 
 import java.io.BufferedInputStream;
+import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -18,6 +23,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.zip.GZIPInputStream;
+import java.util.zip.GZIPOutputStream;
 
 /**
  * A model folder packed as zip, tar or tar.gz (told apart by their first bytes, not their names), read as a stream.
@@ -46,13 +52,13 @@ public final class ModelArchive {
     }
 
     /** The stream is not an archive this reads, or holds something refused. */
-    public static final class ArchiveException extends dev.hexforge.contracts.HexforgeException {
+    public static final class ArchiveException extends HexforgeException {
         public ArchiveException(String message) {
-            super(dev.hexforge.contracts.ErrorCode.MODEL_INVALID, message);
+            super(ErrorCode.MODEL_INVALID, message);
         }
 
         public ArchiveException(String message, Throwable cause) {
-            super(dev.hexforge.contracts.ErrorCode.MODEL_INVALID, message, cause);
+            super(ErrorCode.MODEL_INVALID, message, cause);
         }
     }
 
@@ -83,11 +89,11 @@ public final class ModelArchive {
 
     /** Packs a folder's regular files as tar.gz (paths relative to it, sorted); links and special files are refused. */
     public static void pack(Path dir, OutputStream out) {
-        try (java.util.zip.GZIPOutputStream gz = new java.util.zip.GZIPOutputStream(out, 1 << 16);
-             org.apache.commons.compress.archivers.tar.TarArchiveOutputStream tar =
-                     new org.apache.commons.compress.archivers.tar.TarArchiveOutputStream(gz)) {
-            tar.setLongFileMode(org.apache.commons.compress.archivers.tar.TarArchiveOutputStream.LONGFILE_POSIX);
-            tar.setBigNumberMode(org.apache.commons.compress.archivers.tar.TarArchiveOutputStream.BIGNUMBER_POSIX);
+        try (GZIPOutputStream gz = new GZIPOutputStream(out, 1 << 16);
+             TarArchiveOutputStream tar =
+                     new TarArchiveOutputStream(gz)) {
+            tar.setLongFileMode(TarArchiveOutputStream.LONGFILE_POSIX);
+            tar.setBigNumberMode(TarArchiveOutputStream.BIGNUMBER_POSIX);
             List<Path> files;
             try (var walk = Files.walk(dir)) {
                 files = walk.filter(p -> !p.equals(dir)).sorted().toList();
@@ -121,7 +127,7 @@ public final class ModelArchive {
         if (head.length >= 4 && head[0] == 'P' && head[1] == 'K' && head[2] == 3 && head[3] == 4) {
             return Format.ZIP;
         }
-        if (head.length >= 262 && new String(head, 257, 5, java.nio.charset.StandardCharsets.US_ASCII).equals("ustar")) {
+        if (head.length >= 262 && new String(head, 257, 5, StandardCharsets.US_ASCII).equals("ustar")) {
             return Format.TAR;
         }
         throw new ArchiveException("not a zip, tar or tar.gz archive (upload a model folder packed with tar or zip)");
@@ -137,7 +143,7 @@ public final class ModelArchive {
                 gz.mark(512);
                 byte[] head = gz.readNBytes(262);
                 gz.reset();
-                if (head.length < 262 || !new String(head, 257, 5, java.nio.charset.StandardCharsets.US_ASCII).equals("ustar")) {
+                if (head.length < 262 || !new String(head, 257, 5, StandardCharsets.US_ASCII).equals("ustar")) {
                     throw new ArchiveException("a gzip stream that does not hold a tar archive");
                 }
                 in = gz;
@@ -281,7 +287,7 @@ public final class ModelArchive {
      * The raw archive stream, counted, keeping its last bytes: a zip's central directory (where the entries' Unix
      * modes live, so symbolic links show) is at its end, past what a streaming reader looks at.
      */
-    private static final class Tail extends java.io.FilterInputStream {
+    private static final class Tail extends FilterInputStream {
         private static final int KEEP = 1 << 20;
         private final byte[] ring = new byte[KEEP];
         long count;
@@ -347,7 +353,7 @@ public final class ModelArchive {
                 int madeBy = (t[p + 5] & 0xff);
                 long external = le32(t, p + 38);
                 int nameLen = le16(t, p + 28);
-                String name = new String(t, p + 46, Math.min(nameLen, Math.max(0, eocd - p - 46)), java.nio.charset.StandardCharsets.UTF_8);
+                String name = new String(t, p + 46, Math.min(nameLen, Math.max(0, eocd - p - 46)), StandardCharsets.UTF_8);
                 int type = (int) (external >>> 16) & 0170000;
                 if (madeBy == 3 && type != 0 && type != 0100000 && type != 040000) {
                     throw new ArchiveException("entry '" + name + "' is " + (type == 0120000 ? "a symbolic link" : "a special file")

@@ -1,11 +1,14 @@
 package dev.hexforge.kernels;
 
+import dev.hexforge.safetensors.FloatConversion;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
+
+import java.util.Arrays;
 
 /**
  * Float32 training kernels on jdk.incubator.vector. {@code x·wᵀ} runs in 2×4 register tiles of dot products;
@@ -154,7 +157,7 @@ final class VectorFloatKernels extends FloatKernels {
         for (; j < count; j++) {
             ds[off + j] = (float) (p[off + j] * (ds[off + j] - delta) * scale);
         }
-        java.util.Arrays.fill(ds, off + count, off + n, 0f);
+        Arrays.fill(ds, off + count, off + n, 0f);
     }
 
     @Override
@@ -801,7 +804,7 @@ final class VectorFloatKernels extends FloatKernels {
                     .lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().intoArray(dst, i);
         }
         for (; i < n; i++) {
-            dst[i] = dev.hexforge.safetensors.FloatConversion.bf16ToFloat(bits[i]);
+            dst[i] = FloatConversion.bf16ToFloat(bits[i]);
         }
     }
 
@@ -813,7 +816,7 @@ final class VectorFloatKernels extends FloatKernels {
         }
         int row = t * in + from;
         if (!acc) {
-            java.util.Arrays.fill(dx, row, row + n, 0f);
+            Arrays.fill(dx, row, row + n, 0f);
         }
         for (int o = oFrom; o < oTo; o++) {
             float d = dy[t * out + o];

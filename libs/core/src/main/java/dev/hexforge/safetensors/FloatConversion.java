@@ -2,6 +2,7 @@ package dev.hexforge.safetensors;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.ShortBuffer;
 
 /** Conversions between float32 and the 16-bit float formats, and bulk decoding of tensor bytes. */
 public final class FloatConversion {
@@ -20,7 +21,7 @@ public final class FloatConversion {
             }
             case BF16 -> {
                 // bulk reads in chunks: far faster than one getShort per value on a mapped buffer
-                java.nio.ShortBuffer shorts = b.asShortBuffer();
+                ShortBuffer shorts = b.asShortBuffer();
                 short[] chunk = new short[Math.min(count, 1 << 16)];
                 for (int base = 0; base < count; base += chunk.length) {
                     int n = Math.min(chunk.length, count - base);

@@ -19,6 +19,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Supplier;
 
 /**
  * Writes a safetensors file from tensors whose bytes are produced one at a time, so a model is never held whole in
@@ -57,7 +58,7 @@ public final class SafetensorsWriter {
          * Floats produced a piece at a time when the tensor is written ({@code pieces} is asked once, then filled
          * piece by piece in order): neither the writer nor the producer holds the whole tensor.
          */
-        public static Entry ofFloatPieces(String name, long[] shape, java.util.function.Supplier<FloatPieces> pieces, DType dtype) {
+        public static Entry ofFloatPieces(String name, long[] shape, Supplier<FloatPieces> pieces, DType dtype) {
             return new Entry(name, dtype, shape, out -> {
                 long n = 1;
                 for (long d : shape) {

@@ -2,6 +2,7 @@ package dev.hexforge.lora;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -39,7 +40,7 @@ public record LoraConfig(int r, double alpha, double dropout, List<String> targe
      */
     public String toPeftJson() {
         ObjectMapper om = new ObjectMapper();
-        com.fasterxml.jackson.databind.node.ObjectNode c = om.createObjectNode();
+        ObjectNode c = om.createObjectNode();
         c.putNull("alora_invocation_tokens");
         c.putObject("alpha_pattern");
         c.putNull("arrow_config");

@@ -5,14 +5,15 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hexforge.checkpoint.ModelConfig;
-import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.checkpoint.TensorNames.Linear;
+import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.onnx.qdq.ActivationEncodings;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.TreeMap;
 
 /**
  * The quantization parameters as QNN quantization overrides (AIMET encodings, version 0.5.0) for
@@ -47,7 +48,7 @@ public final class AimetEncodings {
         root.put("version", "0.5.0");
         ObjectNode acts = root.putObject("activation_encodings");
         if (activations != null) {
-            new java.util.TreeMap<>(activations.tensors()).forEach((name, e) -> acts.putArray(name).addObject()
+            new TreeMap<>(activations.tensors()).forEach((name, e) -> acts.putArray(name).addObject()
                     .put("bitwidth", e.bits())
                     .put("dtype", "int")
                     .put("is_symmetric", "False")

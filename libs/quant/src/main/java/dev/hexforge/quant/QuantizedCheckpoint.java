@@ -19,6 +19,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -142,7 +143,7 @@ public final class QuantizedCheckpoint {
     /** The shapes of one tensor's entries against its spec, from the header alone (the values are read when used). */
     private static void checkLayout(SafetensorsFile p, String b, TensorInfo q, QuantSpec s) {
         if (q.shape().length != 2) {
-            throw new QuantizationException(PARAMS + ": " + b + ".q must be [out, in], got " + java.util.Arrays.toString(q.shape()));
+            throw new QuantizationException(PARAMS + ": " + b + ".q must be [out, in], got " + Arrays.toString(q.shape()));
         }
         long out = q.dim(0);
         long groups = s.groups((int) q.dim(1));
@@ -152,7 +153,7 @@ public final class QuantizedCheckpoint {
             }
             TensorInfo t = p.info(b + part);
             if (t.shape().length != 2 || t.dim(0) != out || t.dim(1) != groups) {
-                throw new QuantizationException(PARAMS + ": " + b + part + " has shape " + java.util.Arrays.toString(t.shape())
+                throw new QuantizationException(PARAMS + ": " + b + part + " has shape " + Arrays.toString(t.shape())
                         + ", the spec needs [" + out + ", " + groups + "]");
             }
         }

@@ -2,15 +2,21 @@ package dev.hexforge.quant;
 
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.checkpoint.ModelConfig;
-import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.checkpoint.TensorNames.Linear;
+import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.quant.rtn.Rtn;
 
+import java.util.AbstractMap;
+import java.util.AbstractSet;
 import java.util.Collections;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.function.Supplier;
+import java.util.stream.Stream;
 
 /**
  * The quantized tensors of a decoder, by Hugging Face weight name. {@code linears}: the decoder layers' linears under
@@ -67,7 +73,7 @@ public record QuantizedModel(ModelConfig config, QuantSpec spec, Map<String, Qua
         return withEmbeddings(ckpt, headSpec, new LinkedHashMap<>());
     }
 
-    private QuantizedModel withEmbeddings(java.util.function.Supplier<float[]> embed, java.util.function.Supplier<float[]> lmHead,
+    private QuantizedModel withEmbeddings(Supplier<float[]> embed, Supplier<float[]> lmHead,
                                           QuantSpec headSpec, Map<String, QuantizedLinear> e) {
         if (headSpec == null) {
             return new QuantizedModel(config, spec, linears, replacedFloats, Map.of());
@@ -104,7 +110,7 @@ public record QuantizedModel(ModelConfig config, QuantSpec spec, Map<String, Qua
 
     /** Every quantized tensor, linears then embeddings, by weight name; a view, reading stored tensors when asked. */
     public Map<String, QuantizedLinear> quantized() {
-        return new java.util.AbstractMap<>() {
+        return new AbstractMap<>() {
             @Override
             public QuantizedLinear get(Object name) {
                 QuantizedLinear q = linears.get(name);
@@ -117,11 +123,11 @@ public record QuantizedModel(ModelConfig config, QuantSpec spec, Map<String, Qua
             }
 
             @Override
-            public java.util.Set<Entry<String, QuantizedLinear>> entrySet() {
-                return new java.util.AbstractSet<>() {
+            public Set<Entry<String, QuantizedLinear>> entrySet() {
+                return new AbstractSet<>() {
                     @Override
-                    public java.util.Iterator<Entry<String, QuantizedLinear>> iterator() {
-                        return java.util.stream.Stream.concat(linears.entrySet().stream(), embeddings.entrySet().stream()).iterator();
+                    public Iterator<Entry<String, QuantizedLinear>> iterator() {
+                        return Stream.concat(linears.entrySet().stream(), embeddings.entrySet().stream()).iterator();
                     }
 
                     @Override

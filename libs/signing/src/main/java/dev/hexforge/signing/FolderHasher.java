@@ -13,8 +13,10 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -60,7 +62,7 @@ public final class FolderHasher {
     }
 
     public static Manifest hash(Path root, List<String> ignore) {
-        return hash(root, ignore, java.util.Map.of());
+        return hash(root, ignore, Map.of());
     }
 
     /**
@@ -68,7 +70,7 @@ public final class FolderHasher {
      * them: a downloader that hashed each file as it wrote it. The folder is still listed, so added or missing files
      * show.
      */
-    public static Manifest hash(Path root, List<String> ignore, java.util.Map<String, String> known) {
+    public static Manifest hash(Path root, List<String> ignore, Map<String, String> known) {
         if (!Files.isDirectory(root, LinkOption.NOFOLLOW_LINKS)) {
             throw new SigningException(root + " is not a folder");
         }
@@ -104,7 +106,7 @@ public final class FolderHasher {
         List<Manifest.Entry> entries = new ArrayList<>();
         if (!known.isEmpty()) {
             List<Path> unknown = files.stream().filter(f -> !known.containsKey(rel(root, f))).toList();
-            java.util.Map<String, String> digests = new java.util.HashMap<>(known);
+            Map<String, String> digests = new HashMap<>(known);
             for (Manifest.Entry e : hashAll(root, unknown)) {
                 digests.put(e.name(), e.sha256());
             }

@@ -1,25 +1,37 @@
 package dev.hexforge.signing;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;
+import java.security.Key;
 import java.security.KeyFactory;
 import java.security.KeyPair;
 import java.security.KeyPairGenerator;
+import java.security.KeyStore;
+import java.security.MessageDigest;
 import java.security.PrivateKey;
 import java.security.PublicKey;
+import java.security.UnrecoverableKeyException;
 import java.security.interfaces.ECKey;
 import java.security.interfaces.ECPrivateKey;
 import java.security.spec.ECGenParameterSpec;
+import java.security.spec.ECPoint;
 import java.security.spec.ECPublicKeySpec;
 import java.security.spec.PKCS8EncodedKeySpec;
 import java.security.spec.X509EncodedKeySpec;
 import java.util.Base64;
-import java.util.List;
+import java.util.Collections;
 import java.util.HexFormat;
+import java.util.List;
+import javax.crypto.Cipher;
+import javax.crypto.EncryptedPrivateKeyInfo;
+import javax.crypto.SecretKey;
+import javax.crypto.SecretKeyFactory;
+import javax.crypto.spec.PBEKeySpec;
 
 /**
  * ECDSA keys in PEM (PKCS#8 private, SubjectPublicKeyInfo public), the curves OMS allows (P-256, P-384, P-521),
@@ -55,7 +67,7 @@ public final class Keys {
     /** The OMS public-key hint: hex sha256 of the key's PEM text. */
     public static String hint(PublicKey key) {
         try {
-            return HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256")
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256")
                     .digest(publicPem(key).getBytes(StandardCharsets.US_ASCII)));
         } catch (GeneralSecurityException e) {
             throw new IllegalStateException(e);
@@ -122,15 +134,15 @@ public final class Keys {
             throw new SigningException(pem + ": the key is encrypted and no passphrase was given");
         }
         try {
-            javax.crypto.EncryptedPrivateKeyInfo info = new javax.crypto.EncryptedPrivateKeyInfo(der);
+            EncryptedPrivateKeyInfo info = new EncryptedPrivateKeyInfo(der);
             String alg = info.getAlgName();
             if (alg.equals("PBES2") || alg.equals("1.2.840.113549.1.5.13")) { // the parameters name the PBKDF2 + cipher pair
                 alg = info.getAlgParameters().toString();
             }
-            javax.crypto.SecretKey key = javax.crypto.SecretKeyFactory.getInstance(alg)
-                    .generateSecret(new javax.crypto.spec.PBEKeySpec(passphrase));
-            javax.crypto.Cipher cipher = javax.crypto.Cipher.getInstance(alg);
-            cipher.init(javax.crypto.Cipher.DECRYPT_MODE, key, info.getAlgParameters());
+            SecretKey key = SecretKeyFactory.getInstance(alg)
+                    .generateSecret(new PBEKeySpec(passphrase));
+            Cipher cipher = Cipher.getInstance(alg);
+            cipher.init(Cipher.DECRYPT_MODE, key, info.getAlgParameters());
             return info.getKeySpec(cipher).getEncoded();
         } catch (GeneralSecurityException | IOException e) {
             throw new SigningException(pem + ": cannot decrypt the key (a wrong passphrase, or an encryption Java lacks: "
@@ -142,12 +154,12 @@ public final class Keys {
      * The EC private key of a PKCS#12 keystore: the entry {@code alias}, or its only key entry when alias is null.
      */
     public static PrivateKey readKeystore(Path p12, char[] password, String alias) {
-        try (java.io.InputStream in = Files.newInputStream(p12)) {
-            java.security.KeyStore ks = java.security.KeyStore.getInstance("PKCS12");
+        try (InputStream in = Files.newInputStream(p12)) {
+            KeyStore ks = KeyStore.getInstance("PKCS12");
             ks.load(in, password);
             String name = alias;
             if (name == null) {
-                List<String> keys = java.util.Collections.list(ks.aliases()).stream().filter(a -> {
+                List<String> keys = Collections.list(ks.aliases()).stream().filter(a -> {
                     try {
                         return ks.isKeyEntry(a);
                     } catch (GeneralSecurityException e) {
@@ -159,7 +171,7 @@ public final class Keys {
                 }
                 name = keys.get(0);
             }
-            java.security.Key k = ks.getKey(name, password);
+            Key k = ks.getKey(name, password);
             if (!(k instanceof PrivateKey pk)) {
                 throw new SigningException(p12 + ": no private key under alias '" + name + "'");
             }
@@ -167,7 +179,7 @@ public final class Keys {
             return pk;
         } catch (IOException e) {
             throw new SigningException("cannot read keystore " + p12 + ": " + e.getMessage()
-                    + (e.getCause() instanceof java.security.UnrecoverableKeyException ? " (wrong password?)" : ""), e);
+                    + (e.getCause() instanceof UnrecoverableKeyException ? " (wrong password?)" : ""), e);
         } catch (GeneralSecurityException e) {
             throw new SigningException("cannot read keystore " + p12 + ": " + e.getMessage(), e);
         }
@@ -179,7 +191,7 @@ public final class Keys {
             throw new SigningException("only EC keys are supported");
         }
         try {
-            java.security.spec.ECPoint q = EcMath.multiply(ec.getParams(), ec.getS());
+            ECPoint q = EcMath.multiply(ec.getParams(), ec.getS());
             return KeyFactory.getInstance("EC").generatePublic(new ECPublicKeySpec(q, ec.getParams()));
         } catch (GeneralSecurityException e) {
             throw new SigningException("cannot derive the public key: " + e.getMessage(), e);
@@ -202,7 +214,7 @@ public final class Keys {
     }
 
     /** SHA256withECDSA for P-256, SHA384 for P-384, SHA512 for P-521, as the reference implementation pairs them. */
-    public static String signatureAlgorithm(java.security.Key key) {
+    public static String signatureAlgorithm(Key key) {
         if (!(key instanceof ECKey ec)) {
             throw new SigningException("only ECDSA keys (P-256, P-384, P-521) are supported");
         }

@@ -2,6 +2,7 @@ package dev.hexforge.signing;
 
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.List;
 
@@ -15,7 +16,7 @@ public record Manifest(List<Entry> files) {
     }
 
     public Manifest {
-        files = files.stream().sorted(java.util.Comparator.comparing(Entry::name)).toList();
+        files = files.stream().sorted(Comparator.comparing(Entry::name)).toList();
     }
 
     public String rootDigest() {

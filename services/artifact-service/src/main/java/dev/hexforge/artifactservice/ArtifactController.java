@@ -1,5 +1,6 @@
 package dev.hexforge.artifactservice;
 
+import dev.hexforge.signing.ModelSignature;
 import dev.hexforge.store.ArtifactStore;
 import org.springframework.data.domain.Page;
 import org.springframework.data.domain.PageRequest;
@@ -75,7 +76,7 @@ class ArtifactController {
     Map<String, Object> url(@PathVariable UUID id, @RequestParam String tenant, @RequestParam String path) {
         ArtifactEntity a = find(id, tenant);
         String key;
-        if (path.equals(dev.hexforge.signing.ModelSignature.DEFAULT_SIGNATURE)) {
+        if (path.equals(ModelSignature.DEFAULT_SIGNATURE)) {
             key = a.signatureKey;
         } else {
             key = Catalogue.signedFiles(store.manifest(a.sha256)).stream().filter(e -> e.path().equals(path)).findFirst()
@@ -106,7 +107,7 @@ class ArtifactController {
         m.put("files", a.fileCount);
         m.put("createdAt", a.createdAt.toString());
         Map<String, Object> sig = new LinkedHashMap<>();
-        sig.put("file", dev.hexforge.signing.ModelSignature.DEFAULT_SIGNATURE);
+        sig.put("file", ModelSignature.DEFAULT_SIGNATURE);
         sig.put("rootDigest", a.rootDigest);
         sig.put("keyHint", a.keyHint);
         sig.put("provenance", a.provenance);

@@ -2,9 +2,20 @@ package dev.hexforge.artifactservice;
 
 import dev.hexforge.stage.StageServiceConfig;
 import dev.hexforge.stage.StageServices;
+import dev.hexforge.web.DatabaseAway;
+import dev.hexforge.web.RequestFirewall;
+import dev.hexforge.web.UnavailableFilter;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.web.servlet.FilterRegistrationBean;
 import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Import;
+import org.springframework.kafka.listener.CommonErrorHandler;
+import org.springframework.kafka.listener.DefaultErrorHandler;
+import org.springframework.util.backoff.FixedBackOff;
 
 /**
  * Owns the artifact catalogue: registers every stage output (from the stage events), signs it, runs the sign stage
@@ -12,23 +23,23 @@ import org.springframework.context.annotation.Import;
  */
 @SpringBootApplication
 @Import(StageServiceConfig.class)
-@org.springframework.boot.context.properties.EnableConfigurationProperties(ArtifactServiceProperties.class)
+@EnableConfigurationProperties(ArtifactServiceProperties.class)
 public class ArtifactServiceApplication {
-    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ArtifactServiceApplication.class);
+    private static final Logger LOG = LoggerFactory.getLogger(ArtifactServiceApplication.class);
 
     /** Requests whose path is not in plain form are refused before the internal-secret check sees them. */
-    @org.springframework.context.annotation.Bean
-    org.springframework.boot.web.servlet.FilterRegistrationBean<dev.hexforge.web.RequestFirewall> requestFirewall() {
-        return dev.hexforge.web.RequestFirewall.registration();
+    @Bean
+    FilterRegistrationBean<RequestFirewall> requestFirewall() {
+        return RequestFirewall.registration();
     }
 
     /**
      * The internal API answers 503 with Retry-After while the database or the object store is away (it was a 500, so
      * the gateway passed a 500 on and a device runner fetching its bundle gave the benchmark up; found by the soak).
      */
-    @org.springframework.context.annotation.Bean
-    org.springframework.boot.web.servlet.FilterRegistrationBean<dev.hexforge.web.UnavailableFilter> unavailableFilter() {
-        return dev.hexforge.web.UnavailableFilter.registration();
+    @Bean
+    FilterRegistrationBean<UnavailableFilter> unavailableFilter() {
+        return UnavailableFilter.registration();
     }
 
     /**
@@ -36,13 +47,13 @@ public class ArtifactServiceApplication {
      * either is away the event is tried again until it is back, its offset uncommitted, so no accepted output goes
      * uncatalogued (the sign stage waits for the rows). Any other failure, a defect, is tried twice more and logged.
      */
-    @org.springframework.context.annotation.Bean
-    org.springframework.kafka.listener.CommonErrorHandler catalogueErrors() {
-        org.springframework.kafka.listener.DefaultErrorHandler h = new org.springframework.kafka.listener.DefaultErrorHandler(
+    @Bean
+    CommonErrorHandler catalogueErrors() {
+        DefaultErrorHandler h = new DefaultErrorHandler(
                 (record, ex) -> LOG.error("an accepted output of job {} was not catalogued", record.key(), ex),
-                new org.springframework.util.backoff.FixedBackOff(1_000, 2));
-        h.setBackOffFunction((record, ex) -> dev.hexforge.web.UnavailableFilter.dependencyAway(ex).isPresent()
-                ? dev.hexforge.web.DatabaseAway.untilBack() : null);
+                new FixedBackOff(1_000, 2));
+        h.setBackOffFunction((record, ex) -> UnavailableFilter.dependencyAway(ex).isPresent()
+                ? DatabaseAway.untilBack() : null);
         return h;
     }
 

@@ -4,13 +4,16 @@ import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.signing.FolderHasher;
 import dev.hexforge.signing.Manifest;
 import dev.hexforge.signing.ModelSignature;
+import dev.hexforge.signing.Provenance;
 import dev.hexforge.store.ArtifactStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Service;
 import org.springframework.transaction.annotation.Transactional;
 
+import java.time.Duration;
 import java.time.Instant;
+import java.util.Comparator;
 import java.util.List;
 import java.util.UUID;
 
@@ -40,7 +43,7 @@ class Catalogue {
     static List<ArtifactStore.Entry> signedFiles(List<ArtifactStore.Entry> stored) {
         List<String> ignored = FolderHasher.ignoreList(ModelSignature.DEFAULT_SIGNATURE, List.of());
         return stored.stream().filter(e -> ignored.stream().noneMatch(i -> e.path().equals(i) || e.path().startsWith(i + "/")))
-                .sorted(java.util.Comparator.comparing(ArtifactStore.Entry::path)).toList();
+                .sorted(Comparator.comparing(ArtifactStore.Entry::path)).toList();
     }
 
     /** What signing a stored folder gave: its OMS root digest, the key, whether it has provenance, its files. */
@@ -60,7 +63,7 @@ class Catalogue {
             store.putBytes(sigKey, ModelSignature.signManifest(ref.kind() + "-" + ref.sha256().substring(0, 12), manifest,
                     keys.signing()), "application/json");
         }
-        return new Signed(manifest.rootDigest(), hint, files.stream().anyMatch(e -> e.path().equals(dev.hexforge.signing.Provenance.FILE)),
+        return new Signed(manifest.rootDigest(), hint, files.stream().anyMatch(e -> e.path().equals(Provenance.FILE)),
                 files.size(), files.stream().mapToLong(ArtifactStore.Entry::size).sum(), sigKey);
     }
 
@@ -77,7 +80,7 @@ class Catalogue {
      * Waits (up to {@code timeout}) until the gateway's acceptance of these artifacts has been catalogued: a stage
      * is dispatched in the transaction that accepts the one before, so its request can arrive first.
      */
-    public boolean awaitCatalogued(List<StageEvents.ArtifactRef> refs, java.time.Duration timeout) {
+    public boolean awaitCatalogued(List<StageEvents.ArtifactRef> refs, Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (true) {
             if (refs.stream().allMatch(r -> repo.existsById(UUID.fromString(r.id())))) {

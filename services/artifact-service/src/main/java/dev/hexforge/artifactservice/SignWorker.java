@@ -5,12 +5,16 @@ import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
+import dev.hexforge.io.Folders;
 import dev.hexforge.pass.SignPass;
 import dev.hexforge.signing.Provenance;
 import dev.hexforge.stage.Attempt;
 import dev.hexforge.stage.StageServiceProperties;
 import dev.hexforge.stage.StageWorker;
 import dev.hexforge.store.ArtifactStore;
+import dev.hexforge.web.UnavailableFilter;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.stereotype.Component;
 
@@ -30,7 +34,7 @@ import java.util.UUID;
  */
 @Component
 class SignWorker extends StageWorker {
-    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(SignWorker.class);
+    private static final Logger LOG = LoggerFactory.getLogger(SignWorker.class);
     private final Catalogue catalogue;
     private final ArtifactRepository artifacts;
     private final SigningKeys keys;
@@ -67,7 +71,7 @@ class SignWorker extends StageWorker {
             Path folder = n == 0 ? a.model() : a.dir().resolve("in").resolve("model-" + n);
             if (n > 0) {
                 a.whileAway(() -> {
-                    dev.hexforge.io.Folders.deleteQuietly(folder); // a try cut short leaves files behind
+                    Folders.deleteQuietly(folder); // a try cut short leaves files behind
                     return store().getFolder(in.sha256(), folder);
                 });
             }
@@ -99,7 +103,7 @@ class SignWorker extends StageWorker {
     /** The object store, and this service's database too: a sign attempt waits for either while it is away. */
     @Override
     protected boolean away(Throwable e) {
-        return dev.hexforge.web.UnavailableFilter.dependencyAway(e).isPresent();
+        return UnavailableFilter.dependencyAway(e).isPresent();
     }
 
     /**

@@ -1,5 +1,6 @@
 package dev.hexforge.artifactservice;
 
+import dev.hexforge.io.Folders;
 import dev.hexforge.signing.Keys;
 import dev.hexforge.signing.SigningException;
 import org.slf4j.Logger;
@@ -61,7 +62,7 @@ class SigningKeys {
     }
 
     private static void create(Path file) {
-        dev.hexforge.io.Folders.writePrivate(file, Keys.privatePem(Keys.generate().getPrivate()));
+        Folders.writePrivate(file, Keys.privatePem(Keys.generate().getPrivate()));
         LOG.info("generated a signing key at {}", file);
     }
 

@@ -10,15 +10,23 @@ import io.minio.StatObjectArgs;
 import io.minio.errors.ErrorResponseException;
 
 import java.io.ByteArrayInputStream;
+import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.SocketException;
+import java.net.SocketTimeoutException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.DigestInputStream;
 import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 import java.util.stream.Stream;
 
 /**
@@ -53,7 +61,7 @@ public final class ArtifactStore {
         this.client = MinioClient.builder().endpoint(endpoint).credentials(accessKey, secretKey).build();
         // a fixed region: presigning then needs no round trip to the server
         this.presigner = MinioClient.builder().endpoint(publicEndpoint).region("us-east-1").credentials(accessKey, secretKey).build();
-        java.time.Duration second = java.time.Duration.ofSeconds(1);
+        Duration second = Duration.ofSeconds(1);
         this.prober = MinioClient.builder().endpoint(endpoint).credentials(accessKey, secretKey)
                 .httpClient(new okhttp3.OkHttpClient.Builder().connectTimeout(second).readTimeout(second).writeTimeout(second)
                         .retryOnConnectionFailure(false).build())
@@ -101,9 +109,9 @@ public final class ArtifactStore {
     }
 
     /** The keys under a prefix (a handful: not paged beyond the first thousand). */
-    public java.util.Set<String> keysUnder(String prefix) {
+    public Set<String> keysUnder(String prefix) {
         try {
-            java.util.Set<String> keys = new java.util.HashSet<>();
+            Set<String> keys = new HashSet<>();
             for (var r : client.listObjects(io.minio.ListObjectsArgs.builder().bucket(BUCKET).prefix(prefix).recursive(true).build())) {
                 keys.add(r.get().objectName());
             }
@@ -184,13 +192,13 @@ public final class ArtifactStore {
      * A presigned GET of {@code key} valid for {@code ttl}; with {@code fileName}, the response names the file
      * (Content-Disposition), so a browser saves {@code model.onnx} rather than the object's content-addressed key.
      */
-    public String presignedGet(String key, java.time.Duration ttl, String fileName) {
+    public String presignedGet(String key, Duration ttl, String fileName) {
         try {
             io.minio.GetPresignedObjectUrlArgs.Builder args = io.minio.GetPresignedObjectUrlArgs.builder().method(io.minio.http.Method.GET)
                     .bucket(BUCKET).object(key).expiry((int) Math.max(1, ttl.toSeconds()));
             if (fileName != null) {
                 String safe = fileName.replaceAll("[^A-Za-z0-9._-]", "_");
-                args.extraQueryParams(java.util.Map.of("response-content-disposition", "attachment; filename=\"" + safe + "\""));
+                args.extraQueryParams(Map.of("response-content-disposition", "attachment; filename=\"" + safe + "\""));
             }
             return presigner.getPresignedObjectUrl(args.build());
         } catch (Exception e) {
@@ -274,7 +282,7 @@ public final class ArtifactStore {
     public void putJson(String key, Object value) {
         try {
             putBytes(key, JSON.writeValueAsBytes(value), "application/json");
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
             throw new StoreException("storing " + key + ": " + e.getMessage(), e);
         }
     }
@@ -321,7 +329,7 @@ public final class ArtifactStore {
                 md.update(buf, 0, n);
             }
             return HexFormat.of().formatHex(md.digest());
-        } catch (java.security.NoSuchAlgorithmException e) {
+        } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);
         }
     }
@@ -336,8 +344,8 @@ public final class ArtifactStore {
         boolean store = false;
         for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
             store |= t instanceof StoreException;
-            if (store && (t instanceof java.net.SocketException || t instanceof java.net.SocketTimeoutException
-                    || t instanceof java.io.EOFException
+            if (store && (t instanceof SocketException || t instanceof SocketTimeoutException
+                    || t instanceof EOFException
                     || t instanceof ErrorResponseException r && TRY_AGAIN.contains(r.errorResponse().code())
                     || t instanceof io.minio.errors.ServerException s && s.statusCode() >= 500)) {
                 return true;
@@ -346,7 +354,7 @@ public final class ArtifactStore {
         return false;
     }
 
-    private static final java.util.Set<String> TRY_AGAIN = java.util.Set.of("InternalError", "ServiceUnavailable", "SlowDown");
+    private static final Set<String> TRY_AGAIN = Set.of("InternalError", "ServiceUnavailable", "SlowDown");
 
     /** Object storage failed or holds something unexpected. */
     public static class StoreException extends RuntimeException {

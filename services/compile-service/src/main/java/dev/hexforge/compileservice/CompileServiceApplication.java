@@ -3,13 +3,14 @@ package dev.hexforge.compileservice;
 import dev.hexforge.stage.StageServiceConfig;
 import dev.hexforge.stage.StageServices;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Import;
 
 /** Consumes compile requests and builds NPU bundles with the passes from libs/compile. */
 @SpringBootApplication
 @Import(StageServiceConfig.class)
-@org.springframework.boot.context.properties.EnableConfigurationProperties(CompileServiceProperties.class)
+@EnableConfigurationProperties(CompileServiceProperties.class)
 public class CompileServiceApplication {
 
     public static void main(String[] args) {

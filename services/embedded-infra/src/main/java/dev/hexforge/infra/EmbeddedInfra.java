@@ -1,6 +1,11 @@
 package dev.hexforge.infra;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.nio.file.Path;
+import java.util.Random;
 
 /**
  * Kafka, PostgreSQL and S3 started together under one home folder ({@code ~/.hexforge} in standalone mode), state
@@ -25,12 +30,12 @@ public final class EmbeddedInfra implements AutoCloseable {
          * needs.
          */
         public static int restartable() {
-            java.util.Random random = new java.util.Random();
+            Random random = new Random();
             for (int tries = 0; tries < 100; tries++) {
                 int port = 20_000 + random.nextInt(12_000);
-                try (java.net.ServerSocket s = new java.net.ServerSocket(port, 1, java.net.InetAddress.getLoopbackAddress())) {
+                try (ServerSocket s = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {
                     return port;
-                } catch (java.io.IOException taken) {
+                } catch (IOException taken) {
                     // try another
                 }
             }
@@ -39,10 +44,10 @@ public final class EmbeddedInfra implements AutoCloseable {
 
         /** A port the OS reports free right now. */
         public static int free() {
-            try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+            try (ServerSocket s = new ServerSocket(0)) {
                 return s.getLocalPort();
-            } catch (java.io.IOException e) {
-                throw new java.io.UncheckedIOException("no free port: " + e.getMessage(), e);
+            } catch (IOException e) {
+                throw new UncheckedIOException("no free port: " + e.getMessage(), e);
             }
         }
     }

@@ -15,9 +15,12 @@ import dev.hexforge.stage.Attempt;
 import dev.hexforge.stage.StageServiceProperties;
 import dev.hexforge.stage.StageWorker;
 import dev.hexforge.store.ArtifactStore;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.stereotype.Component;
 
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -31,7 +34,7 @@ import java.util.Map;
  */
 @Component
 class FinetuneWorker extends StageWorker {
-    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(FinetuneWorker.class);
+    private static final Logger LOG = LoggerFactory.getLogger(FinetuneWorker.class);
 
     FinetuneWorker(KafkaTemplate<String, String> kafka, ArtifactStore store, StageServiceProperties settings) {
         super(Stage.FINETUNE, kafka, store, settings.workDir(), Duration.ofSeconds(3));
@@ -97,7 +100,7 @@ class FinetuneWorker extends StageWorker {
         if (TrainingCheckpoint.hasAny(out) || !store().exists(checkpointMarker(jobId))) {
             return;
         }
-        JsonNode marker = ContractsJson.read(new String(store().getBytes(checkpointMarker(jobId)), java.nio.charset.StandardCharsets.UTF_8),
+        JsonNode marker = ContractsJson.read(new String(store().getBytes(checkpointMarker(jobId)), StandardCharsets.UTF_8),
                 JsonNode.class);
         Path dir = TrainingCheckpoint.folder(out, marker.path("step").asInt());
         Folders.deleteQuietly(dir); // a try cut short leaves files behind

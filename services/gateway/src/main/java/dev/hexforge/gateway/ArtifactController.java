@@ -1,5 +1,6 @@
 package dev.hexforge.gateway;
 
+import dev.hexforge.web.UnavailableFilter;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
@@ -72,7 +73,7 @@ class ArtifactController {
     ResponseEntity<Map<String, Object>> failed(ArtifactServiceClient.ArtifactServiceException e) {
         ResponseEntity.BodyBuilder b = ResponseEntity.status(e.status);
         if (e.status == HttpStatus.SERVICE_UNAVAILABLE.value()) { // it is away, or its database or store is: worth trying again
-            b.header(HttpHeaders.RETRY_AFTER, String.valueOf(dev.hexforge.web.UnavailableFilter.RETRY_AFTER_SECONDS));
+            b.header(HttpHeaders.RETRY_AFTER, String.valueOf(UnavailableFilter.RETRY_AFTER_SECONDS));
         }
         return b.body(e.body);
     }

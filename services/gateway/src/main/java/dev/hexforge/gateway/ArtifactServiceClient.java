@@ -2,6 +2,7 @@ package dev.hexforge.gateway;
 
 import com.fasterxml.jackson.core.type.TypeReference;
 import dev.hexforge.contracts.ContractsJson;
+import org.springframework.core.ParameterizedTypeReference;
 import org.springframework.http.HttpStatusCode;
 import org.springframework.stereotype.Component;
 import org.springframework.web.client.HttpStatusCodeException;
@@ -38,7 +39,7 @@ class ArtifactServiceClient {
 
     Map<String, Object> get(Function<UriBuilder, URI> uri) {
         try {
-            return http.get().uri(uri).retrieve().body(new org.springframework.core.ParameterizedTypeReference<Map<String, Object>>() { });
+            return http.get().uri(uri).retrieve().body(new ParameterizedTypeReference<Map<String, Object>>() { });
         } catch (HttpStatusCodeException e) {
             throw new ArtifactServiceException(e.getStatusCode().value(), errorBody(e.getStatusCode(), e.getResponseBodyAsString()));
         } catch (ResourceAccessException e) {

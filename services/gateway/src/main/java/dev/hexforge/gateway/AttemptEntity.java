@@ -6,6 +6,7 @@ import jakarta.persistence.EnumType;
 import jakarta.persistence.Enumerated;
 import jakarta.persistence.Id;
 import jakarta.persistence.Table;
+import jakarta.persistence.Version;
 
 import java.time.Instant;
 import java.util.UUID;
@@ -18,7 +19,7 @@ public class AttemptEntity {
     @Id
     UUID id;
     /** Optimistic lock: a transition made on a stale copy (cancel racing a completion, say) fails and is retried. */
-    @jakarta.persistence.Version
+    @Version
     Long version;
     @Column(name = "job_id", nullable = false)
     UUID jobId;

@@ -9,9 +9,11 @@ import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 
 /**
  * Benchmark results across the caller's jobs, one row per result (a device and backend), with what was measured
@@ -33,7 +35,7 @@ class BenchmarkController {
         List<Map<String, Object>> rows = new ArrayList<>();
         List<AttemptEntity> found = attempts.findForTenant(tenant, "benchmark", AttemptEntity.State.COMPLETED,
                 PageRequest.of(0, Math.min(Math.max(1, limit), 1000)));
-        Map<java.util.UUID, JobEntity> byId = new java.util.HashMap<>();
+        Map<UUID, JobEntity> byId = new HashMap<>();
         jobs.findAllById(found.stream().map(a -> a.jobId).distinct().toList()).forEach(j -> byId.put(j.id, j));
         for (AttemptEntity a : found) {
             JobEntity job = byId.get(a.jobId);

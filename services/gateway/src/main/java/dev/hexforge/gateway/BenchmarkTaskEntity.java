@@ -2,6 +2,8 @@ package dev.hexforge.gateway;
 
 import jakarta.persistence.Column;
 import jakarta.persistence.Entity;
+import jakarta.persistence.EnumType;
+import jakarta.persistence.Enumerated;
 import jakarta.persistence.Id;
 import jakarta.persistence.Table;
 
@@ -22,7 +24,7 @@ class BenchmarkTaskEntity {
     /** The DeviceMessages.BenchmarkTask the runner receives, as JSON. */
     String task;
     String selector;
-    @jakarta.persistence.Enumerated(jakarta.persistence.EnumType.STRING)
+    @Enumerated(EnumType.STRING)
     State state;
     @Column(name = "device_id")
     UUID deviceId;

@@ -2,6 +2,7 @@ package dev.hexforge.gateway;
 
 import org.springframework.dao.OptimisticLockingFailureException;
 
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Supplier;
 
 /**
@@ -24,7 +25,7 @@ final class Conflicts {
                     throw e;
                 }
                 try {
-                    Thread.sleep(java.util.concurrent.ThreadLocalRandom.current().nextLong(1, 1L + 5L * i));
+                    Thread.sleep(ThreadLocalRandom.current().nextLong(1, 1L + 5L * i));
                 } catch (InterruptedException x) {
                     Thread.currentThread().interrupt();
                     throw e;

@@ -1,5 +1,7 @@
 package dev.hexforge.gateway;
 
+import dev.hexforge.contracts.JobSpecSchema;
+import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.ResponseCookie;
@@ -11,6 +13,7 @@ import org.springframework.web.bind.annotation.RestController;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * The dashboard's server side (its pages are static files): the sign-in, where an API token entered once opens a
@@ -48,7 +51,7 @@ class DashboardController {
         return SCHEMA;
     }
 
-    private static final String SCHEMA = dev.hexforge.contracts.JobSpecSchema.jsonSchema().toPrettyString();
+    private static final String SCHEMA = JobSpecSchema.jsonSchema().toPrettyString();
 
     /**
      * Sign-in: the API token buys a server-side session; the cookie holds the session's random secret. Only a post
@@ -56,13 +59,13 @@ class DashboardController {
      * attacker (login CSRF).
      */
     @PostMapping(value = "/ui/session", consumes = "application/x-www-form-urlencoded")
-    void signIn(@RequestParam(defaultValue = "") String token, jakarta.servlet.http.HttpServletRequest request,
+    void signIn(@RequestParam(defaultValue = "") String token, HttpServletRequest request,
                 HttpServletResponse response) throws IOException {
         if (!sameOrigin(request)) {
             forbidden(response, "sign in from the dashboard's own page");
             return;
         }
-        java.util.Optional<TokenEntity> t = tokens.lookup(token.trim());
+        Optional<TokenEntity> t = tokens.lookup(token.trim());
         if (t.isEmpty()) {
             response.sendRedirect("/login.html?error=invalid");
             return;
@@ -73,7 +76,7 @@ class DashboardController {
 
     /** Sign-out ends the session on the server too, so a copied cookie stops working at once. */
     @PostMapping("/ui/logout")
-    void signOut(jakarta.servlet.http.HttpServletRequest request, HttpServletResponse response) throws IOException {
+    void signOut(HttpServletRequest request, HttpServletResponse response) throws IOException {
         if (!sameOrigin(request)) {
             forbidden(response, "sign out from the dashboard's own page");
             return;
@@ -93,7 +96,7 @@ class DashboardController {
         response.getWriter().write("{\"error\":\"" + message + " (a post from another site is refused)\"}");
     }
 
-    static boolean sameOrigin(jakarta.servlet.http.HttpServletRequest request) {
+    static boolean sameOrigin(HttpServletRequest request) {
         String site = request.getHeader("Sec-Fetch-Site");
         if (site != null && !site.equals("same-origin")) {
             return false;

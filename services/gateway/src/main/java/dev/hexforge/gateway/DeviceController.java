@@ -2,8 +2,12 @@ package dev.hexforge.gateway;
 
 import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.DeviceMessages;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
+import org.springframework.http.converter.HttpMessageNotReadableException;
+import org.springframework.web.bind.annotation.DeleteMapping;
 import org.springframework.web.bind.annotation.ExceptionHandler;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
@@ -12,8 +16,12 @@ import org.springframework.web.bind.annotation.RequestAttribute;
 import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
+import org.springframework.web.context.request.async.DeferredResult;
 
+import java.io.IOException;
+import java.time.Duration;
 import java.time.Instant;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
@@ -58,7 +66,7 @@ class DeviceController {
     }
 
     /** Removes a device of the caller's tenant: its token stops working at once and a task it held is queued again. */
-    @org.springframework.web.bind.annotation.DeleteMapping("/api/v1/devices/{id}")
+    @DeleteMapping("/api/v1/devices/{id}")
     ResponseEntity<Map<String, Object>> remove(@PathVariable UUID id, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) {
         if (!devices.remove(id, tenant)) {
             return ResponseEntity.status(HttpStatus.NOT_FOUND).body(Map.of("error", "no device " + id));
@@ -68,22 +76,22 @@ class DeviceController {
     }
 
     /** A runner message read strictly ({@link DeviceMessages#read}): a 400 naming the field for anything off. */
-    private static <T extends DeviceMessages.Checked> T message(jakarta.servlet.http.HttpServletRequest request, Class<T> type)
-            throws java.io.IOException {
+    private static <T extends DeviceMessages.Checked> T message(HttpServletRequest request, Class<T> type)
+            throws IOException {
         return DeviceMessages.read(RequestBodies.read(request, DeviceMessages.MAX_BYTES, "runner message"), type);
     }
 
     @PostMapping("/api/v1/runner/register")
-    Map<String, Object> register(jakarta.servlet.http.HttpServletRequest request,
-                                 @RequestAttribute(TokenFilter.DEVICE_ATTRIBUTE) UUID device) throws java.io.IOException {
+    Map<String, Object> register(HttpServletRequest request,
+                                 @RequestAttribute(TokenFilter.DEVICE_ATTRIBUTE) UUID device) throws IOException {
         DeviceMessages.DeviceInfo info = message(request, DeviceMessages.DeviceInfo.class);
         devices.register(device, info);
         return Map.of("registered", device.toString());
     }
 
     @PostMapping("/api/v1/runner/heartbeat")
-    Map<String, Object> heartbeat(jakarta.servlet.http.HttpServletRequest request,
-                                  @RequestAttribute(TokenFilter.DEVICE_ATTRIBUTE) UUID device) throws java.io.IOException {
+    Map<String, Object> heartbeat(HttpServletRequest request,
+                                  @RequestAttribute(TokenFilter.DEVICE_ATTRIBUTE) UUID device) throws IOException {
         String body = RequestBodies.read(request, DeviceMessages.MAX_BYTES, "runner message");
         DeviceMessages.Heartbeat beat = body.isBlank() ? null : DeviceMessages.read(body, DeviceMessages.Heartbeat.class);
         devices.heartbeat(device, beat == null ? null : beat.taskId());
@@ -95,14 +103,14 @@ class DeviceController {
      * The request thread is not held while it waits, and a device has one poll waiting at a time (another is 409).
      */
     @GetMapping("/api/v1/runner/tasks/next")
-    org.springframework.web.context.request.async.DeferredResult<ResponseEntity<?>> next(@RequestParam(defaultValue = "25") int wait,
+    DeferredResult<ResponseEntity<?>> next(@RequestParam(defaultValue = "25") int wait,
                                                                                          @RequestAttribute(TokenFilter.DEVICE_ATTRIBUTE) UUID device) {
-        return polls.open(device, java.time.Duration.ofSeconds(Math.min(30, Math.max(0, wait))));
+        return polls.open(device, Duration.ofSeconds(Math.min(30, Math.max(0, wait))));
     }
 
     @PostMapping("/api/v1/runner/tasks/{id}/result")
-    ResponseEntity<Map<String, Object>> result(@PathVariable UUID id, jakarta.servlet.http.HttpServletRequest request,
-                                               @RequestAttribute(TokenFilter.DEVICE_ATTRIBUTE) UUID device) throws java.io.IOException {
+    ResponseEntity<Map<String, Object>> result(@PathVariable UUID id, HttpServletRequest request,
+                                               @RequestAttribute(TokenFilter.DEVICE_ATTRIBUTE) UUID device) throws IOException {
         DeviceMessages.BenchmarkOutcome outcome = message(request, DeviceMessages.BenchmarkOutcome.class);
         if (!devices.report(device, id, outcome)) {
             return ResponseEntity.status(HttpStatus.CONFLICT).body(Map.of("error", "task " + id
@@ -117,12 +125,12 @@ class DeviceController {
     }
 
     @ExceptionHandler(RequestBodies.TooLargeException.class)
-    void tooLarge(RequestBodies.TooLargeException e, jakarta.servlet.http.HttpServletResponse response) throws java.io.IOException {
+    void tooLarge(RequestBodies.TooLargeException e, HttpServletResponse response) throws IOException {
         RequestBodies.answer(e, response);
     }
 
-    @ExceptionHandler(org.springframework.http.converter.HttpMessageNotReadableException.class)
-    ResponseEntity<Map<String, Object>> unreadable(org.springframework.http.converter.HttpMessageNotReadableException e) {
+    @ExceptionHandler(HttpMessageNotReadableException.class)
+    ResponseEntity<Map<String, Object>> unreadable(HttpMessageNotReadableException e) {
         return ResponseEntity.badRequest().body(Map.of("error", unreadableField(e.getCause())
                 .orElse("the body is not the expected JSON object")));
     }
@@ -144,7 +152,7 @@ class DeviceController {
         String expected = type == null ? "of another type"
                 : type == String.class ? "a string"
                 : type == long.class || type == Long.class || type == int.class || type == Integer.class ? "a whole number"
-                : java.util.Collection.class.isAssignableFrom(type) ? "a list"
+                : Collection.class.isAssignableFrom(type) ? "a list"
                 : "a JSON object";
         return Optional.of(field + ": must be " + expected);
     }

@@ -1,18 +1,42 @@
 package dev.hexforge.gateway;
 
 import dev.hexforge.contracts.Capabilities;
+import dev.hexforge.contracts.ContractsJson;
+import dev.hexforge.contracts.InputPolicy;
 import dev.hexforge.contracts.Stage;
+import dev.hexforge.contracts.StageEvents;
+import dev.hexforge.contracts.Topics;
+import dev.hexforge.store.ArtifactStore;
+import dev.hexforge.web.DatabaseAway;
+import dev.hexforge.web.RequestFirewall;
+import dev.hexforge.web.UnavailableFilter;
+import org.apache.kafka.common.TopicPartition;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.task.ThreadPoolTaskSchedulerCustomizer;
+import org.springframework.boot.web.servlet.FilterRegistrationBean;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.kafka.core.KafkaAdmin;
+import org.springframework.kafka.core.KafkaTemplate;
+import org.springframework.kafka.listener.CommonErrorHandler;
+import org.springframework.kafka.listener.ConsumerRecordRecoverer;
+import org.springframework.kafka.listener.DeadLetterPublishingRecoverer;
+import org.springframework.kafka.listener.DefaultErrorHandler;
+import org.springframework.util.backoff.FixedBackOff;
 
 import java.util.Arrays;
+import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Collectors;
+import javax.sql.DataSource;
 
 @Configuration
-@org.springframework.boot.context.properties.EnableConfigurationProperties(GatewayProperties.class)
+@EnableConfigurationProperties(GatewayProperties.class)
 class GatewayConfig {
-    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(GatewayConfig.class);
+    private static final Logger LOG = LoggerFactory.getLogger(GatewayConfig.class);
 
     /** What this deployment can run, from configuration (the stage services it starts). */
     @Bean
@@ -34,22 +58,22 @@ class GatewayConfig {
      * with the failure in its headers, and its job failed with EVENT_UNPROCESSABLE — never dropped silently.
      */
     @Bean
-    org.springframework.kafka.listener.CommonErrorHandler stageEventErrors(
-            org.springframework.kafka.core.KafkaTemplate<String, String> kafka, JobService jobs,
+    CommonErrorHandler stageEventErrors(
+            KafkaTemplate<String, String> kafka, JobService jobs,
             GatewayProperties settings) {
-        org.springframework.kafka.listener.DeadLetterPublishingRecoverer dead = new org.springframework.kafka.listener.DeadLetterPublishingRecoverer(
-                kafka, (record, ex) -> new org.apache.kafka.common.TopicPartition(dev.hexforge.contracts.Topics.STAGE_EVENTS_DEAD, -1));
-        org.springframework.kafka.listener.ConsumerRecordRecoverer recoverer = (record, ex) -> {
+        DeadLetterPublishingRecoverer dead = new DeadLetterPublishingRecoverer(
+                kafka, (record, ex) -> new TopicPartition(Topics.STAGE_EVENTS_DEAD, -1));
+        ConsumerRecordRecoverer recoverer = (record, ex) -> {
             dead.accept(record, ex);
             Throwable cause = ex;
             while (cause.getCause() != null && cause != cause.getCause()) {
                 cause = cause.getCause();
             }
             String reason = cause.getMessage() == null ? cause.getClass().getSimpleName() : cause.getMessage();
-            LOG.warn("stage event kept on {}: {}", dev.hexforge.contracts.Topics.STAGE_EVENTS_DEAD, reason, ex);
+            LOG.warn("stage event kept on {}: {}", Topics.STAGE_EVENTS_DEAD, reason, ex);
             try {
-                dev.hexforge.contracts.StageEvents.Event e = dev.hexforge.contracts.ContractsJson.read(String.valueOf(record.value()),
-                        dev.hexforge.contracts.StageEvents.Event.class);
+                StageEvents.Event e = ContractsJson.read(String.valueOf(record.value()),
+                        StageEvents.Event.class);
                 Conflicts.retry(() -> {
                     jobs.unprocessable(e, reason);
                     return null;
@@ -58,19 +82,19 @@ class GatewayConfig {
                 LOG.warn("the dead stage event names no job it could be reported on: {}", notAnEvent.getMessage());
             }
         };
-        org.springframework.kafka.listener.DefaultErrorHandler handler = new org.springframework.kafka.listener.DefaultErrorHandler(
-                recoverer, new org.springframework.util.backoff.FixedBackOff(settings.eventRetryBackoff().toMillis(), settings.eventRetries()));
+        DefaultErrorHandler handler = new DefaultErrorHandler(
+                recoverer, new FixedBackOff(settings.eventRetryBackoff().toMillis(), settings.eventRetries()));
         handler.addNotRetryableExceptions(IllegalArgumentException.class); // unreadable or inconsistent: the same every time
         // the database away is no fault of the event (and its job could not even be failed meanwhile): the event waits,
         // its offset uncommitted, until the database is back; later events of the partition wait behind it
-        handler.setBackOffFunction((record, ex) -> dev.hexforge.web.UnavailableFilter.dependencyAway(ex).isPresent() ? dev.hexforge.web.DatabaseAway.untilBack() : null);
+        handler.setBackOffFunction((record, ex) -> UnavailableFilter.dependencyAway(ex).isPresent() ? DatabaseAway.untilBack() : null);
         return handler;
     }
 
     /** Requests whose path is not in plain form are refused before any other filter sees them. */
     @Bean
-    org.springframework.boot.web.servlet.FilterRegistrationBean<dev.hexforge.web.RequestFirewall> requestFirewall() {
-        return dev.hexforge.web.RequestFirewall.registration();
+    FilterRegistrationBean<RequestFirewall> requestFirewall() {
+        return RequestFirewall.registration();
     }
 
     /**
@@ -79,10 +103,10 @@ class GatewayConfig {
      * failure of a task is logged with its trace.
      */
     @Bean
-    org.springframework.boot.task.ThreadPoolTaskSchedulerCustomizer quietWhileAway() {
-        java.util.concurrent.atomic.AtomicLong lastWarning = new java.util.concurrent.atomic.AtomicLong(System.nanoTime() - 61_000_000_000L);
+    ThreadPoolTaskSchedulerCustomizer quietWhileAway() {
+        AtomicLong lastWarning = new AtomicLong(System.nanoTime() - 61_000_000_000L);
         return scheduler -> scheduler.setErrorHandler(t -> {
-            java.util.Optional<String> what = dev.hexforge.web.UnavailableFilter.dependencyAway(t);
+            Optional<String> what = UnavailableFilter.dependencyAway(t);
             if (what.isPresent()) {
                 long now = System.nanoTime();
                 long last = lastWarning.get();
@@ -97,24 +121,24 @@ class GatewayConfig {
 
     /** Right after the firewall: a dependency away is a 503 with Retry-After, for the token check's reads too. */
     @Bean
-    org.springframework.boot.web.servlet.FilterRegistrationBean<dev.hexforge.web.UnavailableFilter> unavailableFilter() {
-        return dev.hexforge.web.UnavailableFilter.registration();
+    FilterRegistrationBean<UnavailableFilter> unavailableFilter() {
+        return UnavailableFilter.registration();
     }
 
     /** The server folders a job may name as inputs (none unless the operator lists them); stage services check again. */
     @Bean
-    dev.hexforge.contracts.InputPolicy inputPolicy(GatewayProperties settings) {
-        return dev.hexforge.contracts.InputPolicy.of(settings.inputRoots(), settings.inputDenied());
+    InputPolicy inputPolicy(GatewayProperties settings) {
+        return InputPolicy.of(settings.inputRoots(), settings.inputDenied());
     }
 
     @Bean
-    dev.hexforge.store.ArtifactStore artifactStore(GatewayProperties settings) {
-        return new dev.hexforge.store.ArtifactStore(settings.s3().endpoint(), settings.s3().accessKey(), settings.s3().secretKey());
+    ArtifactStore artifactStore(GatewayProperties settings) {
+        return new ArtifactStore(settings.s3().endpoint(), settings.s3().accessKey(), settings.s3().secretKey());
     }
 
     /** What /api/v1/ready asks: the database, the broker (with the gateway's own Kafka settings) and the object store. */
     @Bean(destroyMethod = "close")
-    Readiness readiness(javax.sql.DataSource database, org.springframework.kafka.core.KafkaAdmin kafka, dev.hexforge.store.ArtifactStore store) {
+    Readiness readiness(DataSource database, KafkaAdmin kafka, ArtifactStore store) {
         return new Readiness(database, kafka.getConfigurationProperties(), store);
     }
 

@@ -1,5 +1,6 @@
 package dev.hexforge.gateway;
 
+import dev.hexforge.web.UnavailableFilter;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.GetMapping;
@@ -33,6 +34,6 @@ class HealthController {
             return ResponseEntity.ok(body);
         }
         return ResponseEntity.status(HttpStatus.SERVICE_UNAVAILABLE)
-                .header("Retry-After", String.valueOf(dev.hexforge.web.UnavailableFilter.RETRY_AFTER_SECONDS)).body(body);
+                .header("Retry-After", String.valueOf(UnavailableFilter.RETRY_AFTER_SECONDS)).body(body);
     }
 }

@@ -4,6 +4,10 @@ import com.fasterxml.jackson.core.type.TypeReference;
 import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.InvalidJobSpecException;
 import dev.hexforge.contracts.JobSpec;
+import dev.hexforge.contracts.JobSpecReader;
+import dev.hexforge.store.ArtifactStore;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
 import org.springframework.data.domain.Page;
 import org.springframework.data.domain.PageRequest;
 import org.springframework.http.HttpStatus;
@@ -12,13 +16,14 @@ import org.springframework.web.bind.annotation.ExceptionHandler;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
-import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RequestAttribute;
+import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 import org.springframework.web.servlet.mvc.method.annotation.SseEmitter;
 
+import java.io.IOException;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -31,9 +36,9 @@ class JobController {
     private final JobService jobs;
     private final JobRepository repo;
     private final JobEventHub hub;
-    private final dev.hexforge.store.ArtifactStore store;
+    private final ArtifactStore store;
 
-    JobController(JobService jobs, JobRepository repo, JobEventHub hub, dev.hexforge.store.ArtifactStore store) {
+    JobController(JobService jobs, JobRepository repo, JobEventHub hub, ArtifactStore store) {
         this.store = store;
         this.hub = hub;
         this.jobs = jobs;
@@ -41,19 +46,19 @@ class JobController {
     }
 
     @PostMapping(consumes = {"application/json", "application/yaml", "application/x-yaml", "text/yaml", "text/plain"})
-    ResponseEntity<Map<String, Object>> create(jakarta.servlet.http.HttpServletRequest request,
-                                               @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) throws java.io.IOException {
+    ResponseEntity<Map<String, Object>> create(HttpServletRequest request,
+                                               @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) throws IOException {
         JobEntity j = jobs.submit(body(request), tenant);
         hub.jobChanged(j);
         return ResponseEntity.status(HttpStatus.CREATED).body(view(j, false));
     }
 
-    private static String body(jakarta.servlet.http.HttpServletRequest request) throws java.io.IOException {
-        return RequestBodies.read(request, dev.hexforge.contracts.JobSpecReader.MAX_BYTES, "job document");
+    private static String body(HttpServletRequest request) throws IOException {
+        return RequestBodies.read(request, JobSpecReader.MAX_BYTES, "job document");
     }
 
     @ExceptionHandler(RequestBodies.TooLargeException.class)
-    void tooLarge(RequestBodies.TooLargeException e, jakarta.servlet.http.HttpServletResponse response) throws java.io.IOException {
+    void tooLarge(RequestBodies.TooLargeException e, HttpServletResponse response) throws IOException {
         RequestBodies.answer(e, response);
     }
 
@@ -74,7 +79,7 @@ class JobController {
 
     /** Server-sent {@code job} events ({@code {id, state}}) whenever any of the caller's jobs is created or changes. */
     @GetMapping(value = "/events", produces = "text/event-stream")
-    SseEmitter allEvents(@RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) throws java.io.IOException {
+    SseEmitter allEvents(@RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) throws IOException {
         SseEmitter e = hub.openTenant(tenant);
         e.send(SseEmitter.event().name("open").data(Map.of("tenant", tenant)));
         return e;
@@ -90,7 +95,7 @@ class JobController {
      * arrives (see {@link JobEventHub}); the stream ends with the job.
      */
     @GetMapping(value = "/{id}/events", produces = "text/event-stream")
-    SseEmitter events(@PathVariable UUID id, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) throws java.io.IOException {
+    SseEmitter events(@PathVariable UUID id, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) throws IOException {
         jobs.get(id, tenant); // 404 for another tenant's job before anything is opened
         JobEventHub.JobStream s = hub.open(id);
         JobEntity j = jobs.get(id, tenant); // read after opening, so no event falls between the view and the stream
@@ -103,7 +108,7 @@ class JobController {
         JobEntity j = Conflicts.retry(() -> jobs.cancel(id, tenant));
         hub.jobChanged(j);
         // running attempts stop on the control message; this marker stops one still queued when a service takes it
-        store.putBytes(dev.hexforge.store.ArtifactStore.cancelledKey(j.currentAttempt.toString()), new byte[0], "application/octet-stream");
+        store.putBytes(ArtifactStore.cancelledKey(j.currentAttempt.toString()), new byte[0], "application/octet-stream");
         return view(j, false);
     }
 

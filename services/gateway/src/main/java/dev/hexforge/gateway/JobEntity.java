@@ -2,8 +2,11 @@ package dev.hexforge.gateway;
 
 import jakarta.persistence.Column;
 import jakarta.persistence.Entity;
+import jakarta.persistence.EnumType;
+import jakarta.persistence.Enumerated;
 import jakarta.persistence.Id;
 import jakarta.persistence.Table;
+import jakarta.persistence.Version;
 
 import java.time.Instant;
 import java.util.UUID;
@@ -16,7 +19,7 @@ public class JobEntity {
     @Id
     UUID id;
     /** Optimistic lock: a transition made on a stale copy (cancel racing a completion, say) fails and is retried. */
-    @jakarta.persistence.Version
+    @Version
     Long version;
     @Column(nullable = false)
     String tenant;
@@ -24,7 +27,7 @@ public class JobEntity {
     @Column(nullable = false, columnDefinition = "text")
     String spec;
     @Column(nullable = false)
-    @jakarta.persistence.Enumerated(jakarta.persistence.EnumType.STRING)
+    @Enumerated(EnumType.STRING)
     State state;
     @Column(name = "current_stage")
     String currentStage;

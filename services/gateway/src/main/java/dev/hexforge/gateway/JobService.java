@@ -1,22 +1,36 @@
 package dev.hexforge.gateway;
 
+import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.contracts.Capabilities;
 import dev.hexforge.contracts.ContractsJson;
+import dev.hexforge.contracts.DeviceMessages;
+import dev.hexforge.contracts.InputPolicy;
+import dev.hexforge.contracts.InvalidJobSpecException;
 import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.JobSpecReader;
+import dev.hexforge.contracts.Problem;
 import dev.hexforge.contracts.Stage;
-import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.contracts.StageEvents.ArtifactRef;
+import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.contracts.Topics;
+import dev.hexforge.memory.MemoryPlan;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Service;
 import org.springframework.transaction.annotation.Transactional;
 
+import java.nio.file.Path;
+import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.UUID;
 
 /**
@@ -33,11 +47,11 @@ public class JobService {
     private final UploadRepository uploads;
     private final OutboxRelay relay;
     private final DeviceService devices;
-    private final dev.hexforge.contracts.InputPolicy policy;
+    private final InputPolicy policy;
     private final ArtifactServiceClient artifacts;
     private final int maxSequence;
     /** Artifact kinds that are Hugging Face model folders, so a job can start from them. */
-    private static final java.util.Set<String> MODEL_KINDS = java.util.Set.of("hf-model", "quantized-checkpoint");
+    private static final Set<String> MODEL_KINDS = Set.of("hf-model", "quantized-checkpoint");
 
     /** The heap of the smallest stage service (hexforge.worker-memory), 0 when the deployment does not say. */
     private final long workerMemory;
@@ -46,7 +60,7 @@ public class JobService {
     private final ModelConfigCache configs = new ModelConfigCache(256);
 
     JobService(JobRepository jobs, AttemptRepository attempts, OutboxRepository outbox, Capabilities capabilities,
-               UploadRepository uploads, OutboxRelay relay, DeviceService devices, dev.hexforge.contracts.InputPolicy policy,
+               UploadRepository uploads, OutboxRelay relay, DeviceService devices, InputPolicy policy,
                ArtifactServiceClient artifacts, GatewayProperties settings, ServiceMemory serviceMemory,
                SubmissionTimings timings) {
         this.timings = timings;
@@ -72,19 +86,19 @@ public class JobService {
         JobSpec spec = JobSpecReader.read(body);
         capabilities.require(spec);
         if (spec.stageList().contains(Stage.BENCHMARK)) {
-            List<dev.hexforge.contracts.Problem> missing = spec.benchmark().backends().stream().filter(b -> !devices.offers(tenant, b))
-                    .map(b -> new dev.hexforge.contracts.Problem("benchmark.backends", "none of your device runners offers '" + b
+            List<Problem> missing = spec.benchmark().backends().stream().filter(b -> !devices.offers(tenant, b))
+                    .map(b -> new Problem("benchmark.backends", "none of your device runners offers '" + b
                             + "'; add one with `hexforge device add NAME` and start `hexforge-device-runner serve` on the device"))
                     .toList();
             if (!missing.isEmpty()) {
-                throw new dev.hexforge.contracts.InvalidJobSpecException(missing);
+                throw new InvalidJobSpecException(missing);
             }
         }
-        List<dev.hexforge.contracts.Problem> problems = new java.util.ArrayList<>();
+        List<Problem> problems = new ArrayList<>();
         ModelInput model = modelInput(spec.model(), tenant, problems);
-        List<ArtifactRef> inputs = new java.util.ArrayList<>(model.refs());
+        List<ArtifactRef> inputs = new ArrayList<>(model.refs());
         checkLimits(spec, problems);
-        java.util.Set<String> firstReads = dataFields(spec.stageList().get(0));
+        Set<String> firstReads = dataFields(spec.stageList().get(0));
         namedFiles(spec).forEach((field, input) -> { // every file named is checked, read by a stage of this job or not
             if (input == null) {
                 return;
@@ -100,7 +114,7 @@ public class JobService {
             checkMemory(spec, model.folder(), problems);
         }
         if (!problems.isEmpty()) {
-            throw new dev.hexforge.contracts.InvalidJobSpecException(problems);
+            throw new InvalidJobSpecException(problems);
         }
         timings.record(System.nanoTime() - checking, SubmissionTimings.threadCpuNanos() - checkingCpu);
         String modelName = model.name();
@@ -122,7 +136,7 @@ public class JobService {
     /** The job's base model as the stage input its first attempt was given (an upload or an artifact); none for a path. */
     private List<ArtifactRef> baseModel(JobEntity j) {
         return attempts.findByJobIdOrderByStartedAtAsc(j.id).stream().findFirst()
-                .map(a -> java.util.Arrays.stream(ContractsJson.read(a.inputs, ArtifactRef[].class))
+                .map(a -> Arrays.stream(ContractsJson.read(a.inputs, ArtifactRef[].class))
                         .filter(i -> i.kind().equals(StageEvents.MODEL_ARCHIVE) || i.kind().equals(StageEvents.BASE_MODEL)).toList())
                 .orElse(List.of());
     }
@@ -130,10 +144,10 @@ public class JobService {
     /** The base model as a stage input: the tenant's upload or artifact; a server path is checked and passed in the spec. */
     /** The base model as stage inputs, and the name a job without one of its own takes from it. */
     /** @param folder a model path as resolved under the input roots; null for uploads, artifacts and refused paths */
-    private record ModelInput(List<ArtifactRef> refs, String name, java.nio.file.Path folder) {
+    private record ModelInput(List<ArtifactRef> refs, String name, Path folder) {
     }
 
-    private ModelInput modelInput(JobSpec.Input model, String tenant, List<dev.hexforge.contracts.Problem> problems) {
+    private ModelInput modelInput(JobSpec.Input model, String tenant, List<Problem> problems) {
         if (model.upload() != null) { // looked up once: its row gives the input and the job's name
             return upload("model.upload", model.upload(), tenant, true, problems)
                     .map(u -> new ModelInput(List.of(new ArtifactRef(u.id.toString(), StageEvents.MODEL_ARCHIVE, u.sha256, u.size, u.objectKey)),
@@ -147,29 +161,29 @@ public class JobService {
                         .build(Map.of("id", model.artifact(), "tenant", tenant)));
             } catch (ArtifactServiceClient.ArtifactServiceException e) {
                 if (e.status == 404) {
-                    problems.add(new dev.hexforge.contracts.Problem("model.artifact", "no artifact '" + model.artifact() + "'"));
+                    problems.add(new Problem("model.artifact", "no artifact '" + model.artifact() + "'"));
                     return new ModelInput(List.of(), "model", null);
                 }
                 throw e;
             }
             if (!MODEL_KINDS.contains(String.valueOf(a.get("kind")))) {
-                problems.add(new dev.hexforge.contracts.Problem("model.artifact", "artifact '" + model.artifact() + "' is a "
-                        + a.get("kind") + ", not a model folder (" + String.join(", ", new java.util.TreeSet<>(MODEL_KINDS)) + ")"));
+                problems.add(new Problem("model.artifact", "artifact '" + model.artifact() + "' is a "
+                        + a.get("kind") + ", not a model folder (" + String.join(", ", new TreeSet<>(MODEL_KINDS)) + ")"));
                 return new ModelInput(List.of(), "model", null);
             }
             return new ModelInput(List.of(new ArtifactRef(model.artifact(), StageEvents.BASE_MODEL, String.valueOf(a.get("sha256")),
                     ((Number) a.get("size")).longValue(), null)), "artifact " + model.artifact(), null);
         }
-        java.nio.file.Path folder = checkPath("model.path", model.path(), true, problems);
+        Path folder = checkPath("model.path", model.path(), true, problems);
         String last = model.path().substring(model.path().lastIndexOf('/') + 1);
         return new ModelInput(List.of(), last.isEmpty() ? model.path() : last, folder);
     }
 
     /** The path resolved under the input roots, or null with the problem added. */
-    private java.nio.file.Path checkPath(String field, String path, boolean folder, List<dev.hexforge.contracts.Problem> problems) {
+    private Path checkPath(String field, String path, boolean folder, List<Problem> problems) {
         try {
             return policy.resolve(field, path, folder);
-        } catch (dev.hexforge.contracts.InputPolicy.RefusedPathException e) {
+        } catch (InputPolicy.RefusedPathException e) {
             problems.add(e.problem());
             return null;
         }
@@ -177,7 +191,7 @@ public class JobService {
 
     /** Files the job names, by field (null where not given). */
     private static Map<String, JobSpec.Input> namedFiles(JobSpec spec) {
-        Map<String, JobSpec.Input> m = new java.util.LinkedHashMap<>();
+        Map<String, JobSpec.Input> m = new LinkedHashMap<>();
         m.put("finetune.data", spec.finetune().data());
         m.put("finetune.evalData", spec.finetune().evalData());
         m.put("quantize.calibration", spec.quantize().calibration());
@@ -185,11 +199,11 @@ public class JobService {
     }
 
     /** The fields naming the data files a stage reads. */
-    private static java.util.Set<String> dataFields(Stage stage) {
+    private static Set<String> dataFields(Stage stage) {
         return switch (stage) {
-            case FINETUNE -> java.util.Set.of("finetune.data", "finetune.evalData");
-            case QUANTIZE -> java.util.Set.of("quantize.calibration");
-            default -> java.util.Set.of();
+            case FINETUNE -> Set.of("finetune.data", "finetune.evalData");
+            case QUANTIZE -> Set.of("quantize.calibration");
+            default -> Set.of();
         };
     }
 
@@ -200,7 +214,7 @@ public class JobService {
 
     /** The uploaded data files a later stage reads, as its inputs (checked at submission; paths travel in the spec). */
     private List<ArtifactRef> dataInputs(JobSpec spec, Stage stage, String tenant) {
-        List<ArtifactRef> out = new java.util.ArrayList<>();
+        List<ArtifactRef> out = new ArrayList<>();
         namedFiles(spec).forEach((field, input) -> {
             if (input != null && input.upload() != null && dataFields(stage).contains(field)) {
                 uploads.findByIdAndTenant(UUID.fromString(input.upload()), tenant).ifPresent(u -> out.add(fileRef(field, u)));
@@ -213,45 +227,45 @@ public class JobService {
      * A job whose model no stage service can hold is refused now, with the estimate, rather than failing with
      * OUT_OF_MEMORY after it waited its turn (the stage refuses it too, before its work, for inputs read only there).
      */
-    private void checkMemory(JobSpec spec, java.nio.file.Path folder, List<dev.hexforge.contracts.Problem> problems) {
-        dev.hexforge.checkpoint.ModelConfig config;
+    private void checkMemory(JobSpec spec, Path folder, List<Problem> problems) {
+        ModelConfig config;
         try {
             config = configs.read(folder);
         } catch (RuntimeException e) { // an unreadable config fails the first stage with MODEL_INVALID and its message
             return;
         }
-        for (dev.hexforge.memory.MemoryPlan.Estimate e : dev.hexforge.memory.MemoryPlan.forJob(spec, config)) {
-            java.util.OptionalLong reported = serviceMemory.heapOf(e.stage());
+        for (MemoryPlan.Estimate e : MemoryPlan.forJob(spec, config)) {
+            OptionalLong reported = serviceMemory.heapOf(e.stage());
             long limit = reported.orElse(workerMemory);
             if (limit > 0 && e.heap() > limit) {
-                problems.add(new dev.hexforge.contracts.Problem(e.stage().id(), e.describe() + "; this fleet's " + e.stage().id()
-                        + " services can have " + dev.hexforge.memory.MemoryPlan.gb(limit)
+                problems.add(new Problem(e.stage().id(), e.describe() + "; this fleet's " + e.stage().id()
+                        + " services can have " + MemoryPlan.gb(limit)
                         + (reported.isPresent() ? " (as they report it)" : " (hexforge.worker-memory)")));
             }
         }
     }
 
     /** Sequence lengths this deployment allows (attention memory grows with their square), and the model's own limits. */
-    private void checkLimits(JobSpec spec, List<dev.hexforge.contracts.Problem> problems) {
+    private void checkLimits(JobSpec spec, List<Problem> problems) {
         if (spec.stageList().contains(Stage.FINETUNE) && spec.finetune().maxLength() > maxSequence) {
-            problems.add(new dev.hexforge.contracts.Problem("finetune.maxLength", "must be at most " + maxSequence
+            problems.add(new Problem("finetune.maxLength", "must be at most " + maxSequence
                     + " on this fleet (hexforge.limits.max-sequence), got " + spec.finetune().maxLength()));
         }
         if (spec.stageList().contains(Stage.QUANTIZE) && spec.quantize().calibrationLength() > maxSequence) {
-            problems.add(new dev.hexforge.contracts.Problem("quantize.calibrationLength", "must be at most " + maxSequence
+            problems.add(new Problem("quantize.calibrationLength", "must be at most " + maxSequence
                     + " on this fleet (hexforge.limits.max-sequence), got " + spec.quantize().calibrationLength()));
         }
     }
 
     /** One of the tenant's uploads, of the expected sort (a model archive or a data file). */
-    private Optional<UploadEntity> upload(String field, String id, String tenant, boolean archive, List<dev.hexforge.contracts.Problem> problems) {
+    private Optional<UploadEntity> upload(String field, String id, String tenant, boolean archive, List<Problem> problems) {
         Optional<UploadEntity> u = uploads.findByIdAndTenant(UUID.fromString(id), tenant);
         if (u.isEmpty()) {
-            problems.add(new dev.hexforge.contracts.Problem(field, "no upload '" + id + "'; " + (archive
+            problems.add(new Problem(field, "no upload '" + id + "'; " + (archive
                     ? "upload the model first (POST /api/v1/uploads or `hexforge upload DIR`)"
                     : "upload the file first (POST /api/v1/uploads?name=FILE.jsonl)")));
         } else if (UploadService.isDataFormat(u.get().format) == archive) {
-            problems.add(new dev.hexforge.contracts.Problem(field, "upload '" + id + "' is a " + u.get().format + (archive
+            problems.add(new Problem(field, "upload '" + id + "' is a " + u.get().format + (archive
                     ? " file, not a model archive" : " model archive, not a data file (.json, .jsonl or .txt)")));
             return Optional.empty();
         }
@@ -264,7 +278,7 @@ public class JobService {
         AttemptEntity a = attempts.save(JobStateMachine.dispatch(j, stage, earlier, ContractsJson.write(inputs), now));
         if (stage == Stage.BENCHMARK) { // device runners pull these over REST; no stage service consumes them
             JobSpec.Benchmark b = spec.benchmark();
-            devices.queue(a.id, j, new dev.hexforge.contracts.DeviceMessages.BenchmarkTask(a.id.toString(), j.id.toString(),
+            devices.queue(a.id, j, new DeviceMessages.BenchmarkTask(a.id.toString(), j.id.toString(),
                     inputs.isEmpty() ? null : inputs.get(0).id(), b.backends(), b.promptLength(), b.newTokens()),
                     DeviceService.selectorOf(b.device()));
             return;
@@ -310,7 +324,7 @@ public class JobService {
                 relay.afterCommit();
             }
             if (outcome.next() != null) {
-                List<ArtifactRef> inputs = new java.util.ArrayList<>(c.outputs());
+                List<ArtifactRef> inputs = new ArrayList<>(c.outputs());
                 if (outcome.next() == Stage.MERGE) { // the adapter, and the base model it is merged into
                     inputs.addAll(baseModel(j));
                 }
@@ -385,7 +399,7 @@ public class JobService {
      * {@code maxAttempts} already; then the job fails with the stall as its error.
      */
     @Transactional
-    public boolean redispatchStalled(UUID attemptId, java.time.Duration silence, int maxAttempts) {
+    public boolean redispatchStalled(UUID attemptId, Duration silence, int maxAttempts) {
         AttemptEntity a = attempts.findById(attemptId).orElse(null);
         JobEntity j = a == null ? null : jobs.findById(a.jobId).orElse(null);
         if (j == null) {

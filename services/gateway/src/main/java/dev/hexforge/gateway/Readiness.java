@@ -5,8 +5,10 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.DescribeClusterOptions;
 
-import javax.sql.DataSource;
 import java.sql.Connection;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -14,6 +16,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import javax.sql.DataSource;
 
 /**
  * Whether the gateway can serve now: its database, its broker and its object store each answered within
@@ -40,7 +43,7 @@ class Readiness implements AutoCloseable {
 
     /** @param kafka the gateway's Kafka client settings (bootstrap servers and security) */
     Readiness(DataSource database, Map<String, Object> kafka, ArtifactStore store) {
-        Map<String, Object> adminSettings = new java.util.HashMap<>(kafka);
+        Map<String, Object> adminSettings = new HashMap<>(kafka);
         adminSettings.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, TIMEOUT_MS);
         adminSettings.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, TIMEOUT_MS);
         adminSettings.put(AdminClientConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, 1000);
@@ -87,7 +90,7 @@ class Readiness implements AutoCloseable {
             states.put(e.getKey(), up ? "up" : "down");
             ready &= up;
         }
-        last = new Report(ready, java.util.Collections.unmodifiableMap(states));
+        last = new Report(ready, Collections.unmodifiableMap(states));
         lastAt = System.nanoTime();
         return last;
     }
@@ -95,6 +98,6 @@ class Readiness implements AutoCloseable {
     @Override
     public void close() {
         askers.shutdownNow();
-        admin.close(java.time.Duration.ofSeconds(1));
+        admin.close(Duration.ofSeconds(1));
     }
 }

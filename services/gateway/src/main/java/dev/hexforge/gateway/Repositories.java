@@ -1,9 +1,14 @@
 package dev.hexforge.gateway;
 
+import jakarta.persistence.QueryHint;
+import org.hibernate.jpa.HibernateHints;
 import org.springframework.data.domain.Page;
 import org.springframework.data.domain.Pageable;
 import org.springframework.data.jpa.repository.JpaRepository;
+import org.springframework.data.jpa.repository.Query;
+import org.springframework.data.jpa.repository.QueryHints;
 
+import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
@@ -24,13 +29,13 @@ interface AttemptRepository extends JpaRepository<AttemptEntity, UUID> {
      * first (they cannot change the count: a transaction dispatches at most one attempt), so the job's row is written
      * once, at commit, rather than once before this query and again after it.
      */
-    @org.springframework.data.jpa.repository.QueryHints(@jakarta.persistence.QueryHint(name = org.hibernate.jpa.HibernateHints.HINT_FLUSH_MODE, value = "COMMIT"))
+    @QueryHints(@QueryHint(name = HibernateHints.HINT_FLUSH_MODE, value = "COMMIT"))
     long countByJobIdAndStage(UUID jobId, String stage);
 
-    List<AttemptEntity> findByStateAndUpdatedAtBefore(AttemptEntity.State state, java.time.Instant before);
+    List<AttemptEntity> findByStateAndUpdatedAtBefore(AttemptEntity.State state, Instant before);
 
     /** A tenant's attempts of one stage in one state, newest first. */
-    @org.springframework.data.jpa.repository.Query("select a from AttemptEntity a, JobEntity j where a.jobId = j.id"
+    @Query("select a from AttemptEntity a, JobEntity j where a.jobId = j.id"
             + " and j.tenant = :tenant and a.stage = :stage and a.state = :state order by a.finishedAt desc")
     List<AttemptEntity> findForTenant(String tenant, String stage, AttemptEntity.State state, Pageable page);
 }
@@ -45,7 +50,7 @@ interface UploadRepository extends JpaRepository<UploadEntity, UUID> {
     Page<UploadEntity> findByTenantOrderByCreatedAtDesc(String tenant, Pageable page);
 
     /** What a tenant's uploads unpack to, together. */
-    @org.springframework.data.jpa.repository.Query("select coalesce(sum(u.unpackedSize), 0) from UploadEntity u where u.tenant = ?1")
+    @Query("select coalesce(sum(u.unpackedSize), 0) from UploadEntity u where u.tenant = ?1")
     long unpackedBytes(String tenant);
 }
 
@@ -58,7 +63,7 @@ interface DeviceRepository extends JpaRepository<DeviceEntity, UUID> {
 interface BenchmarkTaskRepository extends JpaRepository<BenchmarkTaskEntity, UUID> {
     List<BenchmarkTaskEntity> findByTenantAndStateOrderByCreatedAtAsc(String tenant, BenchmarkTaskEntity.State state);
 
-    List<BenchmarkTaskEntity> findByStateAndLeaseUntilBefore(BenchmarkTaskEntity.State state, java.time.Instant before);
+    List<BenchmarkTaskEntity> findByStateAndLeaseUntilBefore(BenchmarkTaskEntity.State state, Instant before);
 
     List<BenchmarkTaskEntity> findByDeviceIdAndState(UUID deviceId, BenchmarkTaskEntity.State state);
 }

@@ -1,10 +1,13 @@
 package dev.hexforge.gateway;
 
+import dev.hexforge.contracts.Stage;
+import dev.hexforge.store.ArtifactStore;
 import org.springframework.scheduling.annotation.Scheduled;
 import org.springframework.stereotype.Component;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -18,12 +21,12 @@ import java.util.List;
 class StallWatch {
     private final AttemptRepository attempts;
     private final JobService jobs;
-    private final dev.hexforge.store.ArtifactStore store;
+    private final ArtifactStore store;
     private final Duration timeout;
     private final int maxAttempts;
     private final Duration dispatchTimeout;
 
-    StallWatch(AttemptRepository attempts, JobService jobs, dev.hexforge.store.ArtifactStore store, GatewayProperties settings) {
+    StallWatch(AttemptRepository attempts, JobService jobs, ArtifactStore store, GatewayProperties settings) {
         this.dispatchTimeout = settings.dispatchTimeout();
         this.attempts = attempts;
         this.store = store;
@@ -34,16 +37,16 @@ class StallWatch {
 
     @Scheduled(fixedDelayString = "${hexforge.stall-check-ms:1000}")
     void check() {
-        List<AttemptEntity> silent = new java.util.ArrayList<>(attempts.findByStateAndUpdatedAtBefore(AttemptEntity.State.RUNNING,
+        List<AttemptEntity> silent = new ArrayList<>(attempts.findByStateAndUpdatedAtBefore(AttemptEntity.State.RUNNING,
                 Instant.now().minus(timeout)));
         // never started: the request was lost, or no service of the stage came for it; benchmarks wait for a device instead
         attempts.findByStateAndUpdatedAtBefore(AttemptEntity.State.DISPATCHED, Instant.now().minus(dispatchTimeout)).stream()
-                .filter(a -> !a.stage.equals(dev.hexforge.contracts.Stage.BENCHMARK.id())).forEach(silent::add);
+                .filter(a -> !a.stage.equals(Stage.BENCHMARK.id())).forEach(silent::add);
         for (AttemptEntity a : silent) {
             Duration waited = a.state == AttemptEntity.State.RUNNING ? timeout : dispatchTimeout;
             if (Conflicts.retry(() -> jobs.redispatchStalled(a.id, waited, maxAttempts))) {
                 // fencing: a service that takes the stalled attempt's request (late, or again after a restart) drops it
-                store.putBytes(dev.hexforge.store.ArtifactStore.cancelledKey(a.id.toString()), new byte[0], "application/octet-stream");
+                store.putBytes(ArtifactStore.cancelledKey(a.id.toString()), new byte[0], "application/octet-stream");
             }
         }
     }

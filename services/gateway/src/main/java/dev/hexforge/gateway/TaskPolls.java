@@ -1,5 +1,6 @@
 package dev.hexforge.gateway;
 
+import dev.hexforge.contracts.DeviceMessages;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.DisposableBean;
@@ -10,6 +11,7 @@ import org.springframework.web.context.request.async.DeferredResult;
 
 import java.time.Duration;
 import java.util.Map;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
@@ -72,7 +74,7 @@ class TaskPolls implements DisposableBean {
             if (r.isSetOrExpired()) {
                 return;
             }
-            java.util.Optional<dev.hexforge.contracts.DeviceMessages.BenchmarkTask> t = devices.lease(device);
+            Optional<DeviceMessages.BenchmarkTask> t = devices.lease(device);
             if (t.isPresent()) {
                 if (!r.setResult(ResponseEntity.ok(t.get()))) {
                     LOG.warn("device {} left before taking task {}; its lease will expire", device, t.get().taskId());

@@ -1,5 +1,6 @@
 package dev.hexforge.gateway;
 
+import dev.hexforge.contracts.PlainText;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.DeleteMapping;
@@ -47,7 +48,7 @@ class TokenController {
             return ResponseEntity.status(HttpStatus.FORBIDDEN).body(Map.of("error",
                     "only an admin token creates tokens of other tenants; this token belongs to '" + tenant + "'"));
         }
-        String hidden = dev.hexforge.contracts.PlainText.problem(name, 200);
+        String hidden = PlainText.problem(name, 200);
         if (name.isBlank() || hidden != null) {
             return ResponseEntity.badRequest().body(Map.of("error", "name: " + (hidden != null ? hidden : "must be 1-200 characters")));
         }

@@ -1,7 +1,9 @@
 package dev.hexforge.gateway;
 
+import dev.hexforge.web.RequestFirewall;
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.ServletException;
+import jakarta.servlet.http.Cookie;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import org.springframework.stereotype.Component;
@@ -9,6 +11,7 @@ import org.springframework.web.filter.OncePerRequestFilter;
 
 import java.io.IOException;
 import java.util.Optional;
+import java.util.Set;
 
 /** Every /api request needs {@code Authorization: Bearer <token>}; the token's tenant scopes what the caller sees. */
 @Component
@@ -37,7 +40,7 @@ class TokenFilter extends OncePerRequestFilter {
         if (request.getCookies() == null) {
             return null;
         }
-        for (jakarta.servlet.http.Cookie c : request.getCookies()) {
+        for (Cookie c : request.getCookies()) {
             if (c.getName().equals(DashboardController.COOKIE) && !c.getValue().isBlank()) {
                 return c.getValue();
             }
@@ -52,7 +55,7 @@ class TokenFilter extends OncePerRequestFilter {
     }
 
     /** What answers without a token: the dashboard's static files, the sign-in, health, readiness and the API document. */
-    private static final java.util.Set<String> PUBLIC = java.util.Set.of("/", "/index.html", "/login.html", "/login.js", "/app.js", "/app.css",
+    private static final Set<String> PUBLIC = Set.of("/", "/index.html", "/login.html", "/login.js", "/app.js", "/app.css",
             "/favicon.ico", "/api/v1/health", "/api/v1/ready", "/swagger-ui.html", "/v3/api-docs", "/ui/session", "/ui/logout");
 
     /** Deny by default: every path needs a token but the public ones (the firewall has put paths in one plain form). */
@@ -66,7 +69,7 @@ class TokenFilter extends OncePerRequestFilter {
     protected void doFilterInternal(HttpServletRequest request, HttpServletResponse response, FilterChain chain)
             throws ServletException, IOException {
         String header = request.getHeader("Authorization");
-        String bearer = dev.hexforge.web.RequestFirewall.bearer(header);
+        String bearer = RequestFirewall.bearer(header);
         if (header == null) {
             String session = sessionCookie(request);
             if (session != null) {

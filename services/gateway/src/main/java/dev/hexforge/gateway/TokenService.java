@@ -1,5 +1,6 @@
 package dev.hexforge.gateway;
 
+import dev.hexforge.io.Folders;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.boot.context.event.ApplicationReadyEvent;
@@ -23,9 +24,9 @@ import java.util.UUID;
 interface TokenRepository extends JpaRepository<TokenEntity, UUID> {
     Optional<TokenEntity> findByTokenHashAndRevokedAtIsNull(String tokenHash);
 
-    java.util.List<TokenEntity> findByTenantOrderByCreatedAtAsc(String tenant);
+    List<TokenEntity> findByTenantOrderByCreatedAtAsc(String tenant);
 
-    java.util.List<TokenEntity> findAllByOrderByCreatedAtAsc();
+    List<TokenEntity> findAllByOrderByCreatedAtAsc();
 }
 
 /**
@@ -98,7 +99,7 @@ public class TokenService {
             return;
         }
         Path file = Path.of(bootstrapFile);
-        dev.hexforge.io.Folders.writePrivate(file, create("default", "bootstrap", true));
+        Folders.writePrivate(file, create("default", "bootstrap", true));
         LOG.info("created the first API token (tenant default) in {}", file);
     }
 

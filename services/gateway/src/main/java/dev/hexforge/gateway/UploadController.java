@@ -1,5 +1,6 @@
 package dev.hexforge.gateway;
 
+import dev.hexforge.web.UnavailableFilter;
 import jakarta.servlet.http.HttpServletRequest;
 import org.springframework.data.domain.Page;
 import org.springframework.data.domain.PageRequest;
@@ -82,7 +83,7 @@ class UploadController {
         if (e.status == 413) {
             b.header("Connection", "close"); // stop a client that is still sending
         } else if (e.status == 503) { // the object store is away: nothing was kept, the same upload can be sent again
-            b.header("Retry-After", String.valueOf(dev.hexforge.web.UnavailableFilter.RETRY_AFTER_SECONDS));
+            b.header("Retry-After", String.valueOf(UnavailableFilter.RETRY_AFTER_SECONDS));
         }
         return b.body(Map.of("error", e.getMessage()));
     }

@@ -1,5 +1,6 @@
 package dev.hexforge.gateway;
 
+import dev.hexforge.contracts.PlainText;
 import dev.hexforge.io.ModelArchive;
 import dev.hexforge.store.ArtifactStore;
 import org.slf4j.Logger;
@@ -14,6 +15,7 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.time.Instant;
 import java.util.HexFormat;
+import java.util.Locale;
 import java.util.UUID;
 
 /**
@@ -55,7 +57,7 @@ class UploadService {
         if (name == null || name.isBlank() || name.length() > 200 || name.contains("/") || name.contains("\\")) {
             throw new UploadRejectedException(400, "name the upload with ?name=FILE (a file name of at most 200 characters, no slashes)");
         }
-        String hidden = dev.hexforge.contracts.PlainText.problem(name, 200);
+        String hidden = PlainText.problem(name, 200);
         if (hidden != null) {
             throw new UploadRejectedException(400, "name: " + hidden);
         }
@@ -121,7 +123,7 @@ class UploadService {
 
     /** Data files (training, evaluation, calibration) are told by their name; anything else must be a model archive. */
     static String dataFormatOf(String name) {
-        String n = name.toLowerCase(java.util.Locale.ROOT);
+        String n = name.toLowerCase(Locale.ROOT);
         return n.endsWith(".jsonl") ? "jsonl" : n.endsWith(".json") ? "json" : n.endsWith(".txt") ? "text" : null;
     }
 

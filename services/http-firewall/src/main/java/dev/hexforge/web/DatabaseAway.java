@@ -1,5 +1,12 @@
 package dev.hexforge.web;
 
+import org.springframework.util.backoff.BackOff;
+import org.springframework.util.backoff.ExponentialBackOff;
+
+import java.net.SocketException;
+import java.sql.SQLException;
+import java.sql.SQLTransientConnectionException;
+
 /**
  * Whether a failure is the database away for now — not answering, dropping connections, shutting down or still
  * starting — as opposed to refusing a statement: the services answer 503 for it and wait for it, where a refused
@@ -14,13 +21,13 @@ public final class DatabaseAway {
         boolean sql = false;
         boolean network = false;
         for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            if (t instanceof java.sql.SQLTransientConnectionException
-                    || t instanceof java.sql.SQLException s && (awayState(s.getSQLState())
+            if (t instanceof SQLTransientConnectionException
+                    || t instanceof SQLException s && (awayState(s.getSQLState())
                     || "Connection is closed".equals(s.getMessage()))) { // Hikari's word for a connection the database dropped
                 return true;
             }
-            sql |= t instanceof java.sql.SQLException;
-            network |= t instanceof java.net.SocketException;
+            sql |= t instanceof SQLException;
+            network |= t instanceof SocketException;
         }
         return sql && network;
     }
@@ -29,8 +36,8 @@ public final class DatabaseAway {
      * How a listener tries again while a dependency is away: without end, 0.5 s, then 1, 2, 4 and every 5 s (the gateway's
      * stage events and the artifact service's catalogue both wait this way).
      */
-    public static org.springframework.util.backoff.BackOff untilBack() {
-        org.springframework.util.backoff.ExponentialBackOff b = new org.springframework.util.backoff.ExponentialBackOff(500, 2.0);
+    public static BackOff untilBack() {
+        ExponentialBackOff b = new ExponentialBackOff(500, 2.0);
         b.setMaxInterval(5_000);
         b.setMaxElapsedTime(Long.MAX_VALUE);
         return b;

@@ -2,12 +2,15 @@ package dev.hexforge.web;
 
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.ServletException;
+import jakarta.servlet.http.HttpFilter;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
+import org.springframework.boot.web.servlet.FilterRegistrationBean;
 
 import java.io.IOException;
 import java.util.Locale;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * Refuses, with 400 and before any routing or authentication, a request whose path is not in one plain form: path
@@ -17,15 +20,15 @@ import java.util.Optional;
  * bypass); refusing them leaves one spelling for every endpoint. Methods other than the usual ones are refused too.
  * Register it first ({@link #ORDER}).
  */
-public class RequestFirewall extends jakarta.servlet.http.HttpFilter {
+public class RequestFirewall extends HttpFilter {
     /** Ahead of every other filter. */
     public static final int ORDER = Integer.MIN_VALUE;
-    private static final java.util.Set<String> METHODS = java.util.Set.of("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS");
+    private static final Set<String> METHODS = Set.of("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS");
 
     /** The firewall as a servlet filter registered ahead of every other. */
-    public static org.springframework.boot.web.servlet.FilterRegistrationBean<RequestFirewall> registration() {
-        org.springframework.boot.web.servlet.FilterRegistrationBean<RequestFirewall> f =
-                new org.springframework.boot.web.servlet.FilterRegistrationBean<>(new RequestFirewall());
+    public static FilterRegistrationBean<RequestFirewall> registration() {
+        FilterRegistrationBean<RequestFirewall> f =
+                new FilterRegistrationBean<>(new RequestFirewall());
         f.setOrder(ORDER);
         return f;
     }

@@ -1,11 +1,15 @@
 package dev.hexforge.web;
 
+import dev.hexforge.store.ArtifactStore;
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.ServletException;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.boot.web.servlet.FilterRegistrationBean;
+import org.springframework.dao.DataAccessResourceFailureException;
+import org.springframework.transaction.CannotCreateTransactionException;
 import org.springframework.web.filter.OncePerRequestFilter;
 
 import java.io.IOException;
@@ -57,11 +61,11 @@ public class UnavailableFilter extends OncePerRequestFilter {
             return Optional.of("the database");
         }
         for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            if (t instanceof org.springframework.transaction.CannotCreateTransactionException
-                    || t instanceof org.springframework.dao.DataAccessResourceFailureException) {
+            if (t instanceof CannotCreateTransactionException
+                    || t instanceof DataAccessResourceFailureException) {
                 return Optional.of("the database");
             }
-            if (t instanceof dev.hexforge.store.ArtifactStore.StoreException && dev.hexforge.store.ArtifactStore.unreachable(t)) {
+            if (t instanceof ArtifactStore.StoreException && ArtifactStore.unreachable(t)) {
                 return Optional.of("the object store");
             }
         }
@@ -82,9 +86,9 @@ public class UnavailableFilter extends OncePerRequestFilter {
     }
 
     /** Registered right after the firewall, on every dispatch (a long poll finishes on an async one). */
-    public static org.springframework.boot.web.servlet.FilterRegistrationBean<UnavailableFilter> registration() {
-        org.springframework.boot.web.servlet.FilterRegistrationBean<UnavailableFilter> f =
-                new org.springframework.boot.web.servlet.FilterRegistrationBean<>(new UnavailableFilter());
+    public static FilterRegistrationBean<UnavailableFilter> registration() {
+        FilterRegistrationBean<UnavailableFilter> f =
+                new FilterRegistrationBean<>(new UnavailableFilter());
         f.setOrder(RequestFirewall.ORDER + 1);
         return f;
     }

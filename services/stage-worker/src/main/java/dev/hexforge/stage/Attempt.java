@@ -7,6 +7,7 @@ import dev.hexforge.store.ArtifactStore;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 
 /** One attempt of a stage as its pass sees it: the request, a scratch folder, inputs, progress and outputs. */
 public interface Attempt {
@@ -36,7 +37,7 @@ public interface Attempt {
      * A file the job names as input ({@code finetune.data}, {@code quantize.calibration}, ...): its upload, fetched into
      * this attempt's folder and checked against its digest, or its server path, checked against the input roots.
      */
-    Path input(String field, dev.hexforge.contracts.JobSpec.Input value);
+    Path input(String field, JobSpec.Input value);
 
     /**
      * Reports progress; calls closer together than the service's interval are dropped unless {@code force}. A
@@ -51,7 +52,7 @@ public interface Attempt {
      * that is away, for the worker's store-retry window (60 s by default), the progress saying why the attempt waits;
      * any other failure, or one that lasts longer, is thrown. The call must be safe to repeat.
      */
-    <T> T whileAway(java.util.function.Supplier<T> call);
+    <T> T whileAway(Supplier<T> call);
 
     /** Stores a folder content-addressed and describes it as this stage's output of the given kind. */
     StageEvents.ArtifactRef storeOutput(Path folder, String kind);

@@ -2,6 +2,8 @@ package dev.hexforge.stage;
 
 import dev.hexforge.contracts.StageEvents.StageError;
 
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.Map;
 
 /** A stage that ran and decided the job cannot go on (an accuracy gate, bad data), with its report. */
@@ -12,7 +14,7 @@ public final class StageFailure extends RuntimeException {
     public StageFailure(StageError error, Map<String, Object> report) {
         super(error.message());
         this.error = error;
-        this.report = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(report)); // reports hold nulls
+        this.report = Collections.unmodifiableMap(new LinkedHashMap<>(report)); // reports hold nulls
     }
 
     public StageError error() {

@@ -1,18 +1,25 @@
 package dev.hexforge.stage;
 
 import dev.hexforge.contracts.ContractsJson;
+import dev.hexforge.contracts.InputPolicy;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.contracts.Topics;
 import dev.hexforge.store.ArtifactStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.kafka.annotation.KafkaListener;
+import org.springframework.kafka.annotation.KafkaListenerConfigurer;
 import org.springframework.kafka.config.ConcurrentKafkaListenerContainerFactory;
+import org.springframework.kafka.config.MethodKafkaListenerEndpoint;
 import org.springframework.kafka.core.ConsumerFactory;
 import org.springframework.kafka.listener.ContainerProperties;
+import org.springframework.kafka.support.Acknowledgment;
+import org.springframework.messaging.handler.annotation.support.DefaultMessageHandlerMethodFactory;
 
 import java.util.List;
 
@@ -34,8 +41,8 @@ public class StageServiceConfig {
 
     /** The server folders a job may name as inputs (none unless the operator lists them). */
     @Bean
-    dev.hexforge.contracts.InputPolicy inputPolicy(StageServiceProperties p) {
-        return dev.hexforge.contracts.InputPolicy.of(p.inputRoots(), p.inputDenied());
+    InputPolicy inputPolicy(StageServiceProperties p) {
+        return InputPolicy.of(p.inputRoots(), p.inputDenied());
     }
 
     @Bean(STAGE_REQUESTS)
@@ -51,23 +58,23 @@ public class StageServiceConfig {
      * {@link Topics#requestGroup}, id {@code <stage>-requests}, offsets committed by the worker when an attempt ends.
      */
     @Bean
-    org.springframework.kafka.annotation.KafkaListenerConfigurer stageListeners(List<StageWorker> workers,
-            @org.springframework.beans.factory.annotation.Qualifier(STAGE_REQUESTS) ConcurrentKafkaListenerContainerFactory<String, String> factory,
-            org.springframework.beans.factory.BeanFactory beans) {
+    KafkaListenerConfigurer stageListeners(List<StageWorker> workers,
+            @Qualifier(STAGE_REQUESTS) ConcurrentKafkaListenerContainerFactory<String, String> factory,
+            BeanFactory beans) {
         return registrar -> {
-            org.springframework.messaging.handler.annotation.support.DefaultMessageHandlerMethodFactory handlers =
-                    new org.springframework.messaging.handler.annotation.support.DefaultMessageHandlerMethodFactory();
+            DefaultMessageHandlerMethodFactory handlers =
+                    new DefaultMessageHandlerMethodFactory();
             handlers.setBeanFactory(beans);
             handlers.afterPropertiesSet();
             for (StageWorker w : workers) {
-                org.springframework.kafka.config.MethodKafkaListenerEndpoint<String, String> e =
-                        new org.springframework.kafka.config.MethodKafkaListenerEndpoint<>();
+                MethodKafkaListenerEndpoint<String, String> e =
+                        new MethodKafkaListenerEndpoint<>();
                 e.setId(w.listenerId());
                 e.setTopics(Topics.requests(w.stage()));
                 e.setGroupId(Topics.requestGroup(w.stage()));
                 e.setBean(w);
                 try {
-                    e.setMethod(StageWorker.class.getMethod("submit", String.class, org.springframework.kafka.support.Acknowledgment.class));
+                    e.setMethod(StageWorker.class.getMethod("submit", String.class, Acknowledgment.class));
                 } catch (NoSuchMethodException x) {
                     throw new IllegalStateException(x);
                 }

@@ -2,6 +2,9 @@ package dev.hexforge.stage;
 
 import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.ErrorCode;
+import dev.hexforge.contracts.HexforgeException;
+import dev.hexforge.contracts.InputPolicy;
+import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.contracts.Topics;
@@ -10,19 +13,45 @@ import dev.hexforge.io.ModelArchive;
 import dev.hexforge.store.ArtifactStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.DisposableBean;
 import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.context.event.ContextRefreshedEvent;
+import org.springframework.context.event.EventListener;
 import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 import org.springframework.kafka.core.KafkaTemplate;
+import org.springframework.kafka.listener.MessageListenerContainer;
 import org.springframework.kafka.support.Acknowledgment;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.FileTime;
+import java.security.DigestInputStream;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+import java.util.stream.Collectors;
 
 /**
  * What every stage service does around its pass: read the request, re-emit the stored result of an attempt that
@@ -38,27 +67,27 @@ import java.util.concurrent.TimeUnit;
  * repeated every {@code hexforge.worker.heartbeat} (10 s) when the pass says nothing, so the gateway can tell a
  * silent pass from a dead service. A cancelled attempt stops at its next progress report.
  */
-public abstract class StageWorker implements org.springframework.beans.factory.DisposableBean {
+public abstract class StageWorker implements DisposableBean {
     private static final Logger LOG = LoggerFactory.getLogger(StageWorker.class);
     private final Stage stage;
     private final KafkaTemplate<String, String> kafka;
     private final ArtifactStore store;
     private final Path work;
     private final Duration progressInterval;
-    private final java.util.concurrent.ConcurrentHashMap<String, AttemptImpl> running = new java.util.concurrent.ConcurrentHashMap<>();
-    private final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
+    private final ConcurrentHashMap<String, AttemptImpl> running = new ConcurrentHashMap<>();
+    private final AtomicInteger inFlight = new AtomicInteger();
     private int threads = 1;
     private Duration heartbeat = Duration.ofSeconds(10);
-    private java.util.concurrent.ExecutorService pool;
-    private java.util.concurrent.ScheduledExecutorService beats;
+    private ExecutorService pool;
+    private ScheduledExecutorService beats;
     private KafkaListenerEndpointRegistry registry;
-    private dev.hexforge.contracts.InputPolicy inputs = dev.hexforge.contracts.InputPolicy.denyAll();
+    private InputPolicy inputs = InputPolicy.denyAll();
     private long cacheBytes = 20L << 30;
-    private final String instance = java.util.UUID.randomUUID().toString();
+    private final String instance = UUID.randomUUID().toString();
     private Duration reportEvery = Duration.ofSeconds(30);
     /** How long storing an output is tried again while the object store does not answer. */
     Duration storeRetry = Duration.ofSeconds(60);
-    private java.util.concurrent.ScheduledExecutorService reports;
+    private ScheduledExecutorService reports;
 
     protected StageWorker(Stage stage, KafkaTemplate<String, String> kafka, ArtifactStore store, Path work,
                           Duration progressInterval) {
@@ -71,7 +100,7 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
 
     /** Pool size and heartbeat from configuration; the registry to pause and resume this stage's listener with. */
     @Autowired
-    void configure(StageServiceProperties settings, KafkaListenerEndpointRegistry registry, dev.hexforge.contracts.InputPolicy inputs) {
+    void configure(StageServiceProperties settings, KafkaListenerEndpointRegistry registry, InputPolicy inputs) {
         this.threads = Math.max(1, settings.worker().threads());
         this.reportEvery = settings.worker().reportInterval();
         this.heartbeat = settings.worker().heartbeat();
@@ -81,15 +110,15 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
         this.inputs = inputs;
     }
 
-    private synchronized java.util.concurrent.ExecutorService pool() {
+    private synchronized ExecutorService pool() {
         if (pool == null) {
-            java.util.concurrent.atomic.AtomicInteger n = new java.util.concurrent.atomic.AtomicInteger();
-            pool = java.util.concurrent.Executors.newFixedThreadPool(threads, r -> {
+            AtomicInteger n = new AtomicInteger();
+            pool = Executors.newFixedThreadPool(threads, r -> {
                 Thread t = new Thread(r, "hexforge-" + stage.id() + "-" + n.incrementAndGet());
                 t.setDaemon(true);
                 return t;
             });
-            beats = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+            beats = Executors.newSingleThreadScheduledExecutor(r -> {
                 Thread t = new Thread(r, "hexforge-" + stage.id() + "-heartbeat");
                 t.setDaemon(true);
                 return t;
@@ -117,12 +146,12 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
      * Tells the gateway what this service can hold (its heap) once the service is up and every
      * {@code hexforge.worker.report-interval}, so a job no instance of the stage can hold is refused at submission.
      */
-    @org.springframework.context.event.EventListener(org.springframework.context.event.ContextRefreshedEvent.class)
+    @EventListener(ContextRefreshedEvent.class)
     public synchronized void startReports() {
         if (reports != null) {
             return;
         }
-        reports = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+        reports = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "hexforge-" + stage.id() + "-reports");
             t.setDaemon(true);
             return t;
@@ -173,8 +202,8 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
         });
     }
 
-    private org.springframework.kafka.listener.MessageListenerContainer container() {
-        org.springframework.kafka.listener.MessageListenerContainer c = registry.getListenerContainer(listenerId());
+    private MessageListenerContainer container() {
+        MessageListenerContainer c = registry.getListenerContainer(listenerId());
         if (c == null) {
             throw new IllegalStateException("no listener container '" + listenerId() + "' for the " + stage.id() + " worker");
         }
@@ -200,7 +229,7 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
      * its stage gives a library's failure another meaning.
      */
     protected StageEvents.StageError triage(Exception e) {
-        if (e instanceof dev.hexforge.contracts.HexforgeException h) {
+        if (e instanceof HexforgeException h) {
             return h.error();
         }
         if (e instanceof IllegalArgumentException) {
@@ -266,7 +295,7 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
         }
         Path dir = work.resolve(req.attemptId());
         try {
-            java.util.Set<String> marks = retryWhileAway(() -> store.keysUnder(ArtifactStore.attemptPrefix(req.attemptId())), () -> { }); // one round trip
+            Set<String> marks = retryWhileAway(() -> store.keysUnder(ArtifactStore.attemptPrefix(req.attemptId())), () -> { }); // one round trip
             if (marks.contains(resultKey(req.attemptId()))) {
                 LOG.info("attempt {} already completed; re-emitting its result", req.attemptId());
                 deliver(req.jobId(), new String(store.getBytes(resultKey(req.attemptId())), StandardCharsets.UTF_8));
@@ -336,7 +365,7 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
      * content-addressed, so a second try rewrites nothing that arrived. Any other failure, or one that lasts longer,
      * is thrown.
      */
-    <T> T retryWhileAway(java.util.function.Supplier<T> transfer, Runnable waiting) {
+    <T> T retryWhileAway(Supplier<T> transfer, Runnable waiting) {
         long deadline = System.nanoTime() + storeRetry.toNanos();
         for (long pause = 500; ; pause = Math.min(5_000, pause * 2)) {
             try {
@@ -373,30 +402,30 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
             Path partial = cached.resolveSibling(archive.sha256() + ".partial");
             Folders.deleteQuietly(partial);
             try {
-                java.security.MessageDigest md = java.security.MessageDigest.getInstance("SHA-256");
-                try (java.io.InputStream in = new java.security.DigestInputStream(store.getStream(archive.key()), md)) {
+                MessageDigest md = MessageDigest.getInstance("SHA-256");
+                try (InputStream in = new DigestInputStream(store.getStream(archive.key()), md)) {
                     ModelArchive.extract(in, partial, ModelArchive.Limits.DEFAULT);
-                    in.transferTo(java.io.OutputStream.nullOutputStream()); // the archive's tail, for the digest
+                    in.transferTo(OutputStream.nullOutputStream()); // the archive's tail, for the digest
                 }
-                String got = java.util.HexFormat.of().formatHex(md.digest());
+                String got = HexFormat.of().formatHex(md.digest());
                 if (!got.equals(archive.sha256())) {
                     throw new ArtifactStore.StoreException("uploaded archive " + archive.id() + " is corrupt in storage: sha256 " + got
                             + ", uploaded as " + archive.sha256());
                 }
-                Files.move(partial, cached, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+                Files.move(partial, cached, StandardCopyOption.ATOMIC_MOVE);
             } finally {
                 Folders.deleteQuietly(partial);
             }
             return cached;
-        } catch (java.io.IOException | java.security.NoSuchAlgorithmException e) {
+        } catch (IOException | NoSuchAlgorithmException e) {
             throw new ArtifactStore.StoreException("unpacking uploaded archive " + archive.id() + ": " + e.getMessage(), e);
         }
     }
 
     private static void touch(Path dir) {
         try {
-            Files.setLastModifiedTime(dir, java.nio.file.attribute.FileTime.from(Instant.now()));
-        } catch (java.io.IOException ignored) {
+            Files.setLastModifiedTime(dir, FileTime.from(Instant.now()));
+        } catch (IOException ignored) {
             // only the eviction order suffers
         }
     }
@@ -405,19 +434,19 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
      * Keeps the unpacked-archive cache under {@code hexforge.worker.cache-size}: the least recently used folders go
      * first, until the one about to be unpacked (its archive size is the best guess) fits.
      */
-    private void trimCache(Path cache, long incoming) throws java.io.IOException {
+    private void trimCache(Path cache, long incoming) throws IOException {
         List<Path> entries;
         try (var s = Files.list(cache)) {
-            entries = s.filter(Files::isDirectory).sorted(java.util.Comparator.comparing(p -> {
+            entries = s.filter(Files::isDirectory).sorted(Comparator.comparing(p -> {
                 try {
                     return Files.getLastModifiedTime(p);
-                } catch (java.io.IOException e) {
-                    return java.nio.file.attribute.FileTime.fromMillis(0);
+                } catch (IOException e) {
+                    return FileTime.fromMillis(0);
                 }
-            })).collect(java.util.stream.Collectors.toCollection(java.util.ArrayList::new));
+            })).collect(Collectors.toCollection(ArrayList::new));
         }
         long total = 0;
-        java.util.Map<Path, Long> sizes = new java.util.HashMap<>();
+        Map<Path, Long> sizes = new HashMap<>();
         for (Path p : entries) {
             long n = Folders.size(p);
             sizes.put(p, n);
@@ -538,7 +567,7 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
             if (model != null) {
                 return model;
             }
-            java.util.Optional<StageEvents.ArtifactRef> previous = req.inputs().stream().filter(i -> !StageEvents.isJobInput(i.kind())).findFirst();
+            Optional<StageEvents.ArtifactRef> previous = req.inputs().stream().filter(i -> !StageEvents.isJobInput(i.kind())).findFirst();
             if (previous.isPresent()) {
                 Path in = dir.resolve("in").resolve("model"); // a stable name: exports record it
                 fetchFolder(previous.get().sha256(), in);
@@ -551,7 +580,7 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
 
         @Override
         public Path baseModel() {
-            java.util.Optional<StageEvents.ArtifactRef> ref = req.inputs().stream()
+            Optional<StageEvents.ArtifactRef> ref = req.inputs().stream()
                     .filter(i -> i.kind().equals(StageEvents.MODEL_ARCHIVE) || i.kind().equals(StageEvents.BASE_MODEL)).findFirst();
             if (ref.isPresent() && ref.get().kind().equals(StageEvents.MODEL_ARCHIVE)) {
                 return retrying(() -> unpacked(ref.get()));
@@ -570,7 +599,7 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
         }
 
         @Override
-        public Path input(String field, dev.hexforge.contracts.JobSpec.Input value) {
+        public Path input(String field, JobSpec.Input value) {
             if (value.path() != null) {
                 return inputs.resolve(field + ".path", value.path(), false);
             }
@@ -583,17 +612,17 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
         private Path fetchUpload(StageEvents.ArtifactRef ref, Path file) {
             try {
                 Files.createDirectories(file.getParent());
-                java.security.MessageDigest md = java.security.MessageDigest.getInstance("SHA-256");
-                try (java.io.InputStream in = new java.security.DigestInputStream(store.getStream(ref.key()), md)) {
-                    Files.copy(in, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                MessageDigest md = MessageDigest.getInstance("SHA-256");
+                try (InputStream in = new DigestInputStream(store.getStream(ref.key()), md)) {
+                    Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
                 }
-                String got = java.util.HexFormat.of().formatHex(md.digest());
+                String got = HexFormat.of().formatHex(md.digest());
                 if (!got.equals(ref.sha256())) {
                     throw new ArtifactStore.StoreException("upload " + ref.id() + " is corrupt in storage: sha256 " + got
                             + ", uploaded as " + ref.sha256());
                 }
                 return file;
-            } catch (java.io.IOException | java.security.NoSuchAlgorithmException e) {
+            } catch (IOException | NoSuchAlgorithmException e) {
                 throw new ArtifactStore.StoreException("reading upload " + ref.id() + ": " + e.getMessage(), e);
             }
         }
@@ -631,12 +660,12 @@ public abstract class StageWorker implements org.springframework.beans.factory.D
         }
 
         /** A transfer with the object store, tried again while it does not answer; the progress says why the attempt waits. */
-        private <T> T retrying(java.util.function.Supplier<T> transfer) {
+        private <T> T retrying(Supplier<T> transfer) {
             return retryWhileAway(transfer, () -> progress(-1, "the object store does not answer; trying again", Map.of(), true));
         }
 
         @Override
-        public <T> T whileAway(java.util.function.Supplier<T> call) {
+        public <T> T whileAway(Supplier<T> call) {
             return retryWhileAway(call, () -> progress(-1, "a service this stage needs does not answer; trying again", Map.of(), true));
         }
 

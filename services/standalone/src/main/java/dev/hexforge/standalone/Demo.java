@@ -3,18 +3,21 @@ package dev.hexforge.standalone;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.client.ArtifactDownloader;
+import dev.hexforge.client.GatewayClient;
 import dev.hexforge.eval.Perplexity;
 import dev.hexforge.forward.DecoderForward;
 import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.generate.CausalLm;
-import dev.hexforge.generate.LogitRows;
 import dev.hexforge.generate.Generator;
+import dev.hexforge.generate.LogitRows;
+import dev.hexforge.onnx.export.ExportInfo;
+import dev.hexforge.onnx.qnn.Precision;
 import dev.hexforge.onnx.qnn.QnnPreflight;
 import dev.hexforge.onnx.runtime.OnnxLm;
-import dev.hexforge.client.ArtifactDownloader;
-import dev.hexforge.client.GatewayClient;
 import dev.hexforge.tokenizer.Tokenizer;
 
+import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -25,7 +28,10 @@ import java.time.Duration;
 import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 
 /**
  * The demo: two jobs on the bundled tiny Qwen2 through the fleet (started in this JVM unless one is already up) — a
@@ -113,7 +119,7 @@ final class Demo {
     }
 
     /** The fleet's API as the demo's user: the standalone bootstrap token. */
-    private static GatewayClient client(String base) throws java.io.IOException {
+    private static GatewayClient client(String base) throws IOException {
         Path file = Standalone.tokenFile(Standalone.home());
         if (!Files.isRegularFile(file)) {
             throw new IllegalStateException("no API token at " + file + " (the fleet writes it on its first start)");
@@ -158,7 +164,7 @@ final class Demo {
                 precision = report.path("precision").asText(null);
                 System.out.printf("compile  %s bundle (%s) for %s (%s, HTP v%d): graphs %s, CPU fallback disabled%n",
                         report.path("target").asText(), precision, report.path("soc").asText(), report.path("socName").asText(),
-                        report.path("htpArch").asInt(), report.path("graphs").properties().stream().map(java.util.Map.Entry::getKey).toList());
+                        report.path("htpArch").asInt(), report.path("graphs").properties().stream().map(Map.Entry::getKey).toList());
             }
             for (JsonNode b : report.path("results")) {
                 System.out.printf("bench    %s on device %s, the %s bundle: load %.2f s, TTFT %.1f ms, prefill %.0f tokens/s, decode %.0f tokens/s "
@@ -170,7 +176,7 @@ final class Demo {
                         b.path("memoryBandwidthBytesPerSecond").asDouble() / 1e9, b.path("peakRssBytes").asLong() >> 20,
                         b.path("tokenAgreement").asDouble() * 100, b.path("perplexity").asDouble(),
                         b.path("referencePerplexity").asDouble(), b.path("notAvailable").properties().stream()
-                                .map(java.util.Map.Entry::getKey).toList());
+                                .map(Map.Entry::getKey).toList());
             }
             if (report.has("evalLoss")) {
                 System.out.printf("finetune %d steps, %.0f tokens/s: eval loss %.4f, exact match %.1f%% (base model: 6.78, 0%%)%n",
@@ -200,7 +206,7 @@ final class Demo {
         }
         String id = r.body().path("id").asText();
         System.out.println("job      " + id + " submitted: " + r.body().path("name").asText());
-        java.util.Map<String, String> shown = new java.util.HashMap<>();
+        Map<String, String> shown = new HashMap<>();
         long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
         while (System.nanoTime() < deadline) {
             JsonNode job = gateway.ok(gateway.send("GET", "/api/v1/jobs/" + id, null, null));
@@ -233,7 +239,7 @@ final class Demo {
         int correct = 0;
         try (Tokenizer tok = Tokenizer.load(onnx); CausalLm lm = OnnxLm.open(onnx, 0, null, null, LogitRows.LAST)) {
             int end = tok.encode("<|im_end|>")[0];
-            Generator.Options opt = new Generator.Options(16, true, 1.0, 0, 1.0, 0, java.util.Set.of(end));
+            Generator.Options opt = new Generator.Options(16, true, 1.0, 0, 1.0, 0, Set.of(end));
             for (int i = 0; i < n; i++) {
                 JsonNode e = eval.get(i);
                 int[] prompt = tok.encode(tok.chatTemplate().userPrompt(e.path("instruction").asText() + "\n"
@@ -254,8 +260,8 @@ final class Demo {
     }
 
     private static void check(Path model, Path onnx, Path text) throws Exception {
-        String recorded = dev.hexforge.onnx.export.ExportInfo.read(onnx).precision();
-        dev.hexforge.onnx.qnn.Precision precision = dev.hexforge.onnx.qnn.Precision.recorded(recorded);
+        String recorded = ExportInfo.read(onnx).precision();
+        Precision precision = Precision.recorded(recorded);
         for (String g : new String[]{"prompt.onnx", "token.onnx"}) {
             QnnPreflight.Report r = QnnPreflight.check(onnx.resolve("onnx").resolve(g), precision);
             System.out.printf("qnn      %-11s %s%n", g, !r.clean() ? r.problems() : precision != null && precision.quantizesActivations()

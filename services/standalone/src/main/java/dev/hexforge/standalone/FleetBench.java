@@ -10,14 +10,21 @@ import dev.hexforge.store.ArtifactStore;
 import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
 import org.apache.commons.compress.archivers.tar.TarArchiveOutputStream;
 
+import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.lang.management.CompilationMXBean;
+import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.SplittableRandom;
 
 /**
@@ -69,8 +76,8 @@ final class FleetBench {
     }
 
     private static void printChecks(Standalone fleet, long since) {
-        List<Double> checks = java.util.Arrays.stream(fleet.submissionTimings().sortedMillisSince(since)).boxed().toList();
-        List<Double> cpu = java.util.Arrays.stream(fleet.submissionTimings().sortedCpuMillisSince(since)).boxed().toList();
+        List<Double> checks = Arrays.stream(fleet.submissionTimings().sortedMillisSince(since)).boxed().toList();
+        List<Double> cpu = Arrays.stream(fleet.submissionTimings().sortedCpuMillisSince(since)).boxed().toList();
         System.out.printf("               of which the gateway's checks (document, schema, ids, paths, limits, memory estimate; timed "
                 + "around them) p50 %.2f ms, p99 %.2f ms, max %.2f ms over %d jobs%n", pct(checks, 0.50), pct(checks, 0.99),
                 checks.get(checks.size() - 1), checks.size());
@@ -103,7 +110,7 @@ final class FleetBench {
      * returns the compilers' time over the round's wall time (the JIT's share of one core; this JVM is the fleet's).
      */
     private static double orchestration(GatewayClient gw, String spec, int n, int concurrency, String label) throws Exception {
-        java.lang.management.CompilationMXBean jit = java.lang.management.ManagementFactory.getCompilationMXBean();
+        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
         long compiled0 = jit.getTotalCompilationTime();
         List<String> inFlight = new ArrayList<>();
         List<Double> gaps = new ArrayList<>();
@@ -122,7 +129,7 @@ final class FleetBench {
             Thread.sleep(100); // the gaps come from the services' own timestamps; polling harder only loads the 2 cores
             // one list call a poll, and a job's details only once it has left "running": the bench's own requests
             // share the cores with what it measures (a GET per job in flight was 80 requests a second)
-            java.util.Set<String> running = new java.util.HashSet<>();
+            Set<String> running = new HashSet<>();
             gw.ok(gw.send("GET", "/api/v1/jobs?state=running&size=200", null, null)).path("jobs")
                     .forEach(j -> running.add(j.path("id").asText()));
             for (var it = inFlight.iterator(); it.hasNext(); ) {
@@ -204,8 +211,8 @@ final class FleetBench {
         JsonNode up = gw.ok(gw.upload("big.tar", () -> {
             try {
                 return Files.newInputStream(tar);
-            } catch (java.io.IOException e) {
-                throw new java.io.UncheckedIOException(e);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
             }
         }));
         double viaGateway = size / ((System.nanoTime() - a) / 1e9) / 1e6;

@@ -9,6 +9,7 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.ConsoleAppender;
 import ch.qos.logback.core.FileAppender;
 import org.slf4j.LoggerFactory;
+import org.slf4j.bridge.SLF4JBridgeHandler;
 
 import java.nio.file.Path;
 
@@ -54,8 +55,8 @@ final class FleetLogs {
         ctx.getLogger("ai.djl.util.cuda").setLevel(Level.ERROR); // DJL's CUDA probe warns on every machine without a GPU
         ctx.getLogger("org.springdoc.core.events").setLevel(Level.ERROR);
         // Tomcat and others log through java.util.logging, which Spring Boot would have bridged: bridge it here
-        org.slf4j.bridge.SLF4JBridgeHandler.removeHandlersForRootLogger();
-        org.slf4j.bridge.SLF4JBridgeHandler.install();
+        SLF4JBridgeHandler.removeHandlersForRootLogger();
+        SLF4JBridgeHandler.install();
         java.util.logging.Logger.getLogger("").setLevel(java.util.logging.Level.INFO);
         return file;
     }

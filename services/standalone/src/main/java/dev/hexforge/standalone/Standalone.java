@@ -3,14 +3,17 @@ package dev.hexforge.standalone;
 import dev.hexforge.artifactservice.ArtifactServiceApplication;
 import dev.hexforge.client.GatewayClient;
 import dev.hexforge.compileservice.CompileServiceApplication;
+import dev.hexforge.devicerunner.DeviceProfile;
 import dev.hexforge.devicerunner.RunnerLoop;
-import dev.hexforge.gateway.DeviceService;
-import dev.hexforge.io.Folders;
 import dev.hexforge.exportservice.ExportServiceApplication;
 import dev.hexforge.finetuneservice.FinetuneServiceApplication;
+import dev.hexforge.gateway.DeviceService;
 import dev.hexforge.gateway.GatewayApplication;
+import dev.hexforge.gateway.SubmissionTimings;
 import dev.hexforge.infra.EmbeddedInfra;
+import dev.hexforge.io.Folders;
 import dev.hexforge.quantizeservice.QuantizeServiceApplication;
+import dev.hexforge.signing.Keys;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 
@@ -51,7 +54,7 @@ public final class Standalone implements AutoCloseable {
     }
 
     public static Path home() {
-        return dev.hexforge.client.GatewayClient.stateFolder();
+        return GatewayClient.stateFolder();
     }
 
     public static String s3Secret(Path home) {
@@ -178,8 +181,8 @@ public final class Standalone implements AutoCloseable {
             Folders.writePrivate(file, gateway.getBean(DeviceService.class).add("default", "local"));
         }
         runner = new RunnerLoop(new GatewayClient(gatewayUrl(), Files.readString(file).strip()),
-                Files.createDirectories(home.resolve("work/runner")), dev.hexforge.devicerunner.DeviceProfile.host(1, null),
-                List.of(dev.hexforge.signing.Keys.publicOf(dev.hexforge.signing.Keys.readPrivate(signingKey(home)))));
+                Files.createDirectories(home.resolve("work/runner")), DeviceProfile.host(1, null),
+                List.of(Keys.publicOf(Keys.readPrivate(signingKey(home)))));
         Thread t = new Thread(runner, "hexforge-local-runner");
         t.setDaemon(true);
         t.start();
@@ -196,8 +199,8 @@ public final class Standalone implements AutoCloseable {
     }
 
     /** How long the gateway's checks took for each job it accepted (bench-fleet). */
-    public dev.hexforge.gateway.SubmissionTimings submissionTimings() {
-        return gateway.getBean(dev.hexforge.gateway.SubmissionTimings.class);
+    public SubmissionTimings submissionTimings() {
+        return gateway.getBean(SubmissionTimings.class);
     }
 
     public EmbeddedInfra infra() {

@@ -1,5 +1,6 @@
 package dev.hexforge.standalone;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.concurrent.CountDownLatch;
@@ -13,7 +14,7 @@ public final class StandaloneMain {
         String cmd = args.length == 0 ? "help" : args[0];
         String[] rest = Arrays.copyOfRange(args, Math.min(1, args.length), args.length);
         if (cmd.equals("up") || cmd.equals("demo")) {
-            java.nio.file.Files.createDirectories(Standalone.home());
+            Files.createDirectories(Standalone.home());
             Path log = FleetLogs.toFile(Standalone.home());
             System.out.println("logs     " + log + " (the console shows errors only)");
         }

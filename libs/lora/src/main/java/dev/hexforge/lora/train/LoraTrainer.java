@@ -1,9 +1,9 @@
 package dev.hexforge.lora.train;
 
-import dev.hexforge.kernels.Kernels;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.hexforge.forward.DecoderWeights;
+import dev.hexforge.kernels.Kernels;
 import dev.hexforge.lora.LoraAdapter;
 import dev.hexforge.lora.LoraConfig;
 import dev.hexforge.lora.data.DataReport;
@@ -14,6 +14,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
@@ -235,8 +236,8 @@ public final class LoraTrainer {
         try {
             Path tmp = out.resolve(REPORT + ".partial");
             new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(tmp.toFile(), report);
-            Files.move(tmp, out.resolve(REPORT), java.nio.file.StandardCopyOption.ATOMIC_MOVE,
-                    java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            Files.move(tmp, out.resolve(REPORT), StandardCopyOption.ATOMIC_MOVE,
+                    StandardCopyOption.REPLACE_EXISTING);
         } catch (IOException e) {
             throw new UncheckedIOException("writing " + REPORT + ": " + e.getMessage(), e);
         }

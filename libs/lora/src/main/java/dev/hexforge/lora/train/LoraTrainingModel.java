@@ -1,12 +1,14 @@
 package dev.hexforge.lora.train;
 
-import dev.hexforge.kernels.FrozenMatrix;
-import dev.hexforge.kernels.Kernels;
 import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.checkpoint.TensorNames.Linear;
 import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.forward.Rope;
+import dev.hexforge.kernels.FrozenMatrix;
+import dev.hexforge.kernels.Kernels;
 
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
@@ -236,7 +238,7 @@ public final class LoraTrainingModel<A> {
                     }
                 }
             }
-            caches = new java.util.ArrayList<>(java.util.Collections.nCopies(c.numLayers(), null));
+            caches = new ArrayList<>(Collections.nCopies(c.numLayers(), null));
         }
 
         void forward() {
@@ -468,7 +470,7 @@ public final class LoraTrainingModel<A> {
             int qs = c.qSize();
             int kvs = c.kvSize();
             int group = c.groupSize();
-            lc.probs = new java.util.ArrayList<>(java.util.Collections.nCopies(seqLen.length * heads, null));
+            lc.probs = new ArrayList<>(Collections.nCopies(seqLen.length * heads, null));
             int longest = longestSequence();
             k.forRows(seqLen.length * heads, (long) 64 * d * 64, (from, to) -> {
                 A qh = k.alloc(longest * d); // scratch for the jobs of this worker

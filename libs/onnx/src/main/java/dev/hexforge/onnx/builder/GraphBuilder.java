@@ -14,10 +14,12 @@ import dev.hexforge.onnx.proto.Onnx.ValueInfoProto;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * Builds an ONNX graph node by node. Values are named by the caller's scope plus the op, so graphs read like the
@@ -157,7 +159,7 @@ public final class GraphBuilder {
     }
 
     private String constInt64Shaped(long[] dims, long... values) {
-        String key = "i64" + java.util.Arrays.toString(dims) + java.util.Arrays.toString(values);
+        String key = "i64" + Arrays.toString(dims) + Arrays.toString(values);
         return constantCache.computeIfAbsent(key, k ->
                 inlineInitializer("const_i64_" + constantCache.size(), TensorProto.DataType.INT64, dims, int64Bytes(values)));
     }
@@ -176,7 +178,7 @@ public final class GraphBuilder {
     }
 
     public String constFloat(long[] dims, float... values) {
-        String key = "f32" + java.util.Arrays.toString(dims) + java.util.Arrays.toString(values);
+        String key = "f32" + Arrays.toString(dims) + Arrays.toString(values);
         return constantCache.computeIfAbsent(key, k -> {
             ByteBuffer b = ByteBuffer.allocate(values.length * 4).order(ByteOrder.LITTLE_ENDIAN);
             for (float v : values) {
@@ -233,7 +235,7 @@ public final class GraphBuilder {
                 .addOpsetImport(OperatorSetIdProto.newBuilder().setDomain("").setVersion(opset));
         domains.forEach((d, v) -> m.addOpsetImport(OperatorSetIdProto.newBuilder().setDomain(d).setVersion(v)));
         // by key: a Map.of's order changes from one JVM to the next, and the same export must give the same bytes
-        new java.util.TreeMap<>(metadata).forEach((k, v) -> m.addMetadataProps(entry(k, v)));
+        new TreeMap<>(metadata).forEach((k, v) -> m.addMetadataProps(entry(k, v)));
         return m.build();
     }
 }

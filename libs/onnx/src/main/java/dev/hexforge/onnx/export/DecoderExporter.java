@@ -15,9 +15,14 @@ import dev.hexforge.progress.Progress;
 
 import java.io.IOException;
 import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -161,7 +166,7 @@ public final class DecoderExporter {
         int opset = Math.max(Math.max(ExportOptions.DEFAULT_OPSET, format.minOpset()), ActivationQdq.OPSET);
         Path onnxDir = Files.createDirectories(dir.resolve("onnx"));
         WeightFile weights = WeightFile.write(ckpt, onnxDir.resolve(WEIGHTS), context, format, progress);
-        List<Path> parts = new java.util.ArrayList<>();
+        List<Path> parts = new ArrayList<>();
         for (int l = 0; l < c.numLayers(); l++) {
             GraphParts.Part part = new GraphParts.Part(l, l + 1, l == 0, l == c.numLayers() - 1);
             ModelProto graph = DecoderGraph.fixedPart(c, weights, format, opset, seq, context, "calibration." + l, Map.of(), part,
@@ -184,8 +189,8 @@ public final class DecoderExporter {
     /** A float32 tensor of the weights file. */
     private static float[] readFloats(Path onnxDir, WeightFile.Stored s) {
         var loc = s.location();
-        try (var ch = java.nio.channels.FileChannel.open(onnxDir.resolve(loc.file()))) {
-            java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(Math.toIntExact(loc.length())).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        try (var ch = FileChannel.open(onnxDir.resolve(loc.file()))) {
+            ByteBuffer b = ByteBuffer.allocate(Math.toIntExact(loc.length())).order(ByteOrder.LITTLE_ENDIAN);
             while (b.hasRemaining()) {
                 if (ch.read(b, loc.offset() + b.position()) < 0) {
                     throw new IOException("weights file ends before " + s.name());
@@ -196,7 +201,7 @@ public final class DecoderExporter {
             b.asFloatBuffer().get(v);
             return v;
         } catch (IOException e) {
-            throw new java.io.UncheckedIOException("reading " + s.name() + ": " + e.getMessage(), e);
+            throw new UncheckedIOException("reading " + s.name() + ": " + e.getMessage(), e);
         }
     }
 

@@ -1,17 +1,19 @@
 package dev.hexforge.onnx.export;
 
 import dev.hexforge.checkpoint.ModelConfig;
-import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.checkpoint.TensorNames.Linear;
-import dev.hexforge.onnx.builder.GraphBuilder;
+import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.onnx.builder.GraphBuilder.Attr;
+import dev.hexforge.onnx.builder.GraphBuilder;
 import dev.hexforge.onnx.proto.Onnx.ModelProto;
 import dev.hexforge.onnx.proto.Onnx.TensorProto.DataType;
 
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Emits the ONNX graph of a Qwen2 / Llama / Qwen3 decoder from standard ops only (no contrib ops): Gemm linears on
@@ -53,7 +55,7 @@ final class DecoderGraph {
     private final boolean embed;
     private final boolean last;
 
-    private final java.util.Set<String> declared = new java.util.HashSet<>();
+    private final Set<String> declared = new HashSet<>();
     private String batchSeq;   // dynamic: int64 [2] = (batch, seq)
     private String cos;
     private String sin;

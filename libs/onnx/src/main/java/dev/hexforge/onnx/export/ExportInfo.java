@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
@@ -65,7 +66,7 @@ public record ExportInfo(
         if (graphs.containsKey(kind)) {
             return List.of(kind);
         }
-        List<String> parts = new java.util.ArrayList<>();
+        List<String> parts = new ArrayList<>();
         for (int p = 0; graphs.containsKey(kind + "." + p); p++) {
             parts.add(kind + "." + p);
         }

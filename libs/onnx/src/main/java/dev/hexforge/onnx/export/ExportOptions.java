@@ -1,5 +1,7 @@
 package dev.hexforge.onnx.export;
 
+import dev.hexforge.onnx.qnn.QnnPreflight;
+
 /**
  * @param promptLength  tokens per run of the static prompt graph
  * @param contextLength KV positions the static graphs attend over (past + new)
@@ -14,7 +16,7 @@ public record ExportOptions(Variant variant, int promptLength, int contextLength
     public static final int DEFAULT_OPSET = 17;
 
     public ExportOptions(Variant variant, int promptLength, int contextLength, int opset) {
-        this(variant, promptLength, contextLength, opset, dev.hexforge.onnx.qnn.QnnPreflight.GRAPH_WEIGHT_LIMIT_BYTES);
+        this(variant, promptLength, contextLength, opset, QnnPreflight.GRAPH_WEIGHT_LIMIT_BYTES);
     }
 
     public ExportOptions {

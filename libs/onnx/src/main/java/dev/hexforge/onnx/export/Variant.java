@@ -1,5 +1,7 @@
 package dev.hexforge.onnx.export;
 
+import java.util.Locale;
+
 /** The graph conventions an export can follow. */
 public enum Variant {
     /** Hugging Face / Optimum / onnxruntime-genai: symbolic batch, sequence and past lengths. */
@@ -18,12 +20,12 @@ public enum Variant {
     }
 
     public String id() {
-        return name().toLowerCase(java.util.Locale.ROOT);
+        return name().toLowerCase(Locale.ROOT);
     }
 
     /** "dynamic", "static" or "genie", in any case. */
     public static Variant parse(String s) {
-        return switch (s.trim().toLowerCase(java.util.Locale.ROOT)) {
+        return switch (s.trim().toLowerCase(Locale.ROOT)) {
             case "dynamic" -> DYNAMIC;
             case "static" -> STATIC;
             case "genie" -> GENIE;

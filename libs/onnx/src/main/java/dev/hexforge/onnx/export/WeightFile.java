@@ -1,9 +1,9 @@
 package dev.hexforge.onnx.export;
 
 import dev.hexforge.checkpoint.Checkpoint;
-import dev.hexforge.onnx.proto.Onnx.TensorProto.DataType;
 import dev.hexforge.forward.Rope;
 import dev.hexforge.onnx.builder.ExternalDataWriter;
+import dev.hexforge.onnx.proto.Onnx.TensorProto.DataType;
 import dev.hexforge.progress.Progress;
 import dev.hexforge.safetensors.DType;
 import dev.hexforge.safetensors.FloatConversion;
@@ -11,11 +11,17 @@ import dev.hexforge.safetensors.SafetensorsFile;
 import dev.hexforge.safetensors.TensorInfo;
 
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.ShortBuffer;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 
 /**
  * Writes the decoder's weights once, as float32, into an ONNX external-data file and remembers where each went.
@@ -97,7 +103,7 @@ public final class WeightFile {
      */
     private static final class Widener implements AutoCloseable {
         private final ExternalDataWriter out;
-        private java.util.concurrent.ExecutorService writer;
+        private ExecutorService writer;
         private ByteBuffer[] pieces;
         private short[] halves;
         private int[] words;
@@ -108,7 +114,7 @@ public final class WeightFile {
 
         ExternalDataWriter.Location widen(ByteBuffer src, DType dtype, long numel) throws IOException {
             if (writer == null) {
-                writer = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+                writer = Executors.newSingleThreadExecutor(r -> {
                     Thread t = new Thread(r, "hexforge-weights-writer");
                     t.setDaemon(true);
                     return t;
@@ -119,8 +125,8 @@ public final class WeightFile {
                 words = new int[PIECE_ELEMENTS];
             }
             long start = out.beginPiecewise();
-            java.nio.ShortBuffer in = src.duplicate().order(ByteOrder.LITTLE_ENDIAN).asShortBuffer();
-            java.util.concurrent.Future<?> pending = null;
+            ShortBuffer in = src.duplicate().order(ByteOrder.LITTLE_ENDIAN).asShortBuffer();
+            Future<?> pending = null;
             int k = 0;
             for (long i = 0; i < numel; i += PIECE_ELEMENTS, k++) {
                 int n = (int) Math.min(PIECE_ELEMENTS, numel - i);
@@ -148,20 +154,20 @@ public final class WeightFile {
             return out.endPiecewise(start);
         }
 
-        private static void await(java.util.concurrent.Future<?> write) throws IOException {
+        private static void await(Future<?> write) throws IOException {
             if (write == null) {
                 return;
             }
             try {
                 write.get();
-            } catch (java.util.concurrent.ExecutionException e) {
+            } catch (ExecutionException e) {
                 if (e.getCause() instanceof IOException io) {
                     throw io;
                 }
                 throw new IllegalStateException("writing weights: " + e.getCause(), e.getCause());
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw new java.io.InterruptedIOException("interrupted while writing weights");
+                throw new InterruptedIOException("interrupted while writing weights");
             }
         }
 

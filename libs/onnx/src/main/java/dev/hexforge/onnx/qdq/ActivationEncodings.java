@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -60,7 +61,7 @@ public record ActivationEncodings(Activations settings, String rangeMethod, int 
             root.path("tensors").fields().forEachRemaining(e -> tensors.put(e.getKey(), new Encoding(
                     e.getValue().path("bits").asInt(), (float) e.getValue().path("scale").asDouble(),
                     e.getValue().path("zeroPoint").asInt())));
-            List<String> noisiest = new java.util.ArrayList<>();
+            List<String> noisiest = new ArrayList<>();
             root.path("noisiest").forEach(n -> noisiest.add(n.asText()));
             return new ActivationEncodings(new Activations(root.path("activations").asInt(), root.path("kvBits").asInt()),
                     root.path("rangeMethod").asText(), root.path("calibrationSequences").asInt(), noisiest, tensors);

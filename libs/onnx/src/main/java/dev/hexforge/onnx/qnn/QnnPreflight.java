@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 
 /**
@@ -99,7 +100,7 @@ public final class QnnPreflight {
         Map<String, List<String>> consumers = new HashMap<>();
         for (NodeProto n : g.getNodeList()) {
             for (int i = 0; i < n.getInputCount(); i++) {
-                boolean parameter = HtpOpSupport.PARAMETER_INPUTS.getOrDefault(n.getOpType(), java.util.Set.of()).contains(i);
+                boolean parameter = HtpOpSupport.PARAMETER_INPUTS.getOrDefault(n.getOpType(), Set.of()).contains(i);
                 if (!parameter) {
                     consumers.computeIfAbsent(n.getInput(i), k -> new ArrayList<>()).add(n.getName());
                 }

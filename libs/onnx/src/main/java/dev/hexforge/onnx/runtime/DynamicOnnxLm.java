@@ -15,6 +15,7 @@ import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import java.nio.LongBuffer;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -155,7 +156,7 @@ public final class DynamicOnnxLm implements CausalLm {
                 posBuf[i] = length + i;
             }
             long[] maskBuf = new long[length + n];
-            java.util.Arrays.fill(maskBuf, 1L);
+            Arrays.fill(maskBuf, 1L);
             Map<String, OnnxTensor> in = new HashMap<>();
             try (OnnxTensor idsT = OnnxTensor.createTensor(env, LongBuffer.wrap(idBuf), new long[]{1, n});
                  OnnxTensor posT = OnnxTensor.createTensor(env, LongBuffer.wrap(posBuf), new long[]{1, n});

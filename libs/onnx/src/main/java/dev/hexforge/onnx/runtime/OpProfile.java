@@ -3,14 +3,15 @@ package dev.hexforge.onnx.runtime;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.hexforge.generate.CausalLm;
-import dev.hexforge.generate.LogitRows;
 import dev.hexforge.generate.DecodeSession;
+import dev.hexforge.generate.LogitRows;
 import dev.hexforge.io.Folders;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -70,7 +71,7 @@ public final class OpProfile {
                     continue;
                 }
                 JsonNode events = JSON.readTree(f.toFile());
-                List<JsonNode> runs = new java.util.ArrayList<>();
+                List<JsonNode> runs = new ArrayList<>();
                 events.forEach(e -> {
                     if (e.path("cat").asText().equals("Session") && e.path("name").asText().equals("model_run")) {
                         runs.add(e);

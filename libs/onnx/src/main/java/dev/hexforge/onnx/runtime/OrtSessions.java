@@ -16,7 +16,7 @@ public final class OrtSessions {
 
     /** The ONNX Runtime version on the class path (its jar's Implementation-Version), or "unknown". */
     public static String runtimeVersion() {
-        String v = ai.onnxruntime.OrtEnvironment.class.getPackage().getImplementationVersion();
+        String v = OrtEnvironment.class.getPackage().getImplementationVersion();
         return v == null ? "unknown" : v;
     }
 

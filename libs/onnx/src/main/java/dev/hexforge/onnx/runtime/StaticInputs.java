@@ -1,5 +1,7 @@
 package dev.hexforge.onnx.runtime;
 
+import java.util.Arrays;
+
 /**
  * The inputs of one run of a static graph ({@code seq} new positions over a cache of {@code ctx} slots, of which
  * {@code length} are filled): token ids padded with 0, positions, and the additive mask that lets position i see the
@@ -10,7 +12,7 @@ public final class StaticInputs {
     }
 
     public static int[] ids(int[] chunk, int seq) {
-        return java.util.Arrays.copyOf(chunk, seq);
+        return Arrays.copyOf(chunk, seq);
     }
 
     public static int[] positions(int length, int seq, int ctx) {

@@ -4,21 +4,24 @@ import ai.onnxruntime.OnnxTensor;
 import ai.onnxruntime.OrtEnvironment;
 import ai.onnxruntime.OrtException;
 import ai.onnxruntime.OrtSession;
-import dev.hexforge.generate.CausalLm;
-import dev.hexforge.generate.DecodeSession;
 import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.forward.Rope;
+import dev.hexforge.generate.CausalLm;
+import dev.hexforge.generate.DecodeSession;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.export.GenieIo;
+import dev.hexforge.onnx.export.GraphParts;
 import dev.hexforge.onnx.export.Variant;
 
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Runs a static export the way an NPU host does: prompts in chunks through the prompt graph (padded to its length),
@@ -39,10 +42,10 @@ public final class StaticOnnxLm implements CausalLm {
     private final Rope rope;
 
     /** One graph of a pipeline with the layers whose cache it takes and returns, and the inputs it declares. */
-    private record Part(OrtSession session, int from, int to, boolean first, boolean last, java.util.Set<String> inputs) {
+    private record Part(OrtSession session, int from, int to, boolean first, boolean last, Set<String> inputs) {
     }
 
-    public StaticOnnxLm(Path dir, ExportInfo info, int threads, java.util.Map<String, String> qnn, Path profileDir) {
+    public StaticOnnxLm(Path dir, ExportInfo info, int threads, Map<String, String> qnn, Path profileDir) {
         this.info = info;
         this.genie = info.variant() == Variant.GENIE;
         this.rope = genie ? Rope.of(ModelConfig.read(dir), info.contextLength()) : null;
@@ -60,7 +63,7 @@ public final class StaticOnnxLm implements CausalLm {
         this.token = List.copyOf(t);
     }
 
-    private void open(Path dir, String kind, int threads, java.util.Map<String, String> qnn, Path profileDir, List<Part> into) {
+    private void open(Path dir, String kind, int threads, Map<String, String> qnn, Path profileDir, List<Part> into) {
         for (String role : info.roles(kind)) {
             OrtSession s = OrtSessions.open(info.graph(dir, role), threads, qnn, profileDir == null ? null : profileDir.resolve(role));
             int from = Integer.MAX_VALUE;
@@ -76,7 +79,7 @@ public final class StaticOnnxLm implements CausalLm {
                 from = first ? 0 : info.numLayers(); // a part with the embedding or the head only
                 to = from;
             }
-            into.add(new Part(s, from, to, first, s.getOutputNames().contains("logits"), java.util.Set.copyOf(s.getInputNames())));
+            into.add(new Part(s, from, to, first, s.getOutputNames().contains("logits"), Set.copyOf(s.getInputNames())));
         }
     }
 
@@ -157,7 +160,7 @@ public final class StaticOnnxLm implements CausalLm {
                 int remaining = ids.length - done;
                 boolean usePrompt = remaining > 1 && length <= ctx - info.promptLength();
                 int n = usePrompt ? Math.min(remaining, info.promptLength()) : 1;
-                int[] chunk = java.util.Arrays.copyOfRange(ids, done, done + n);
+                int[] chunk = Arrays.copyOfRange(ids, done, done + n);
                 float[][] logits = run(usePrompt ? prompt : token, usePrompt ? info.promptLength() : 1, chunk);
                 System.arraycopy(logits, 0, out, done, n);
                 done += n;
@@ -187,7 +190,7 @@ public final class StaticOnnxLm implements CausalLm {
                         if (part.first()) {
                             in.put("input_ids", ids);
                         } else {
-                            in.put(dev.hexforge.onnx.export.GraphParts.hidden(part.from()), hidden);
+                            in.put(GraphParts.hidden(part.from()), hidden);
                         }
                         Map<String, OnnxTensor> shared = new HashMap<>(Map.of("position_ids", pos, "attention_mask", maskT));
                         if (genie) {
@@ -213,7 +216,7 @@ public final class StaticOnnxLm implements CausalLm {
                                     lb.get(logits[i]);
                                 }
                             } else {
-                                String out = dev.hexforge.onnx.export.GraphParts.hidden(part.to());
+                                String out = GraphParts.hidden(part.to());
                                 OnnxTensor h = (OnnxTensor) r.get(out).orElseThrow();
                                 FloatBuffer copy = h.getFloatBuffer(); // already a copy, owned by this call
                                 if (hidden != null) {

@@ -1,8 +1,8 @@
 package dev.hexforge.quant.awq;
 
 import dev.hexforge.checkpoint.ModelConfig;
-import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.checkpoint.TensorNames.Linear;
+import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.progress.Progress;
 import dev.hexforge.quant.QuantSpec;
 import dev.hexforge.quant.QuantizedLinear;
@@ -15,6 +15,7 @@ import dev.hexforge.quant.calib.SequenceBatches;
 import dev.hexforge.quant.rtn.Rtn;
 
 import java.util.ArrayList;
+import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -86,7 +87,7 @@ public final class Awq {
             }
             scaling.scaleGroup("post_attention_layernorm->gate,up", List.of(Linear.GATE, Linear.UP), null);
             scaling.scaleGroup("up_proj->down_proj", List.of(Linear.DOWN), Linear.UP);
-            Map<Linear, float[]> dequantized = new java.util.EnumMap<>(Linear.class);
+            Map<Linear, float[]> dequantized = new EnumMap<>(Linear.class);
             for (Linear lin : Linear.values()) {
                 String name = TensorNames.weight(l, lin);
                 if (keep.stream().anyMatch(name::contains)) {

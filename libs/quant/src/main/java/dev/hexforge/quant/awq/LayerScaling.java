@@ -9,6 +9,7 @@ import dev.hexforge.quant.calib.LayerParams;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /** AWQ's per-layer work: scale search and folding for each group, then the clip search. */
 final class LayerScaling {
@@ -110,7 +111,7 @@ final class LayerScaling {
     private final List<Searched> searched = new ArrayList<>();
 
     /** Each group's search objective, its RTN counterpart, and its error with the layer's final weights. */
-    List<Awq.GroupError> errors(int layer, java.util.Map<Linear, float[]> dequantized) {
+    List<Awq.GroupError> errors(int layer, Map<Linear, float[]> dequantized) {
         List<Awq.GroupError> out = new ArrayList<>();
         for (Searched g : searched) {
             List<float[]> w = new ArrayList<>();

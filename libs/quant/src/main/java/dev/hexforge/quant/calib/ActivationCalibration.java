@@ -27,6 +27,7 @@ import java.io.UncheckedIOException;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -114,7 +115,7 @@ public final class ActivationCalibration {
     }
 
     static List<int[]> chunks(List<int[]> sequences, int seq, int max) {
-        List<int[]> out = new java.util.ArrayList<>();
+        List<int[]> out = new ArrayList<>();
         int[] piece = new int[seq];
         int filled = 0;
         for (int[] s : sequences) {

@@ -13,6 +13,7 @@ import java.nio.charset.MalformedInputException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
@@ -68,7 +69,7 @@ public record CalibrationSet(List<int[]> sequences, CoverageReport coverage, Lis
         for (String t : used) {
             int[] ids = tok.encode(t);
             if (ids.length >= 2) {
-                seqs.add(ids.length > length ? java.util.Arrays.copyOf(ids, length) : ids);
+                seqs.add(ids.length > length ? Arrays.copyOf(ids, length) : ids);
             }
         }
         CoverageReport coverage = CoverageReport.of(used, seqs);

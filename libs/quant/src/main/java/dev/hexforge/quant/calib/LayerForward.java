@@ -6,6 +6,8 @@ import dev.hexforge.forward.RmsNorm;
 import dev.hexforge.forward.Rope;
 import dev.hexforge.kernels.Kernels;
 
+import java.util.Arrays;
+
 /**
  * One decoder layer over whole sequences (no cache), exposing the input of every linear: what calibration-based
  * quantizers need. Same math as the reference forward.
@@ -121,8 +123,8 @@ public final class LayerForward {
         float[] ctx = new float[rows * qs];
         Kernels.sharedFloat32().forRows(rows / len, (long) len * len * qs, (from, to) -> {
             for (int r = from * len; r < to * len; r += len) {
-                float[] part = attention(java.util.Arrays.copyOfRange(q, r * qs, (r + len) * qs),
-                        java.util.Arrays.copyOfRange(k, r * kvs, (r + len) * kvs), java.util.Arrays.copyOfRange(v, r * kvs, (r + len) * kvs), len);
+                float[] part = attention(Arrays.copyOfRange(q, r * qs, (r + len) * qs),
+                        Arrays.copyOfRange(k, r * kvs, (r + len) * kvs), Arrays.copyOfRange(v, r * kvs, (r + len) * kvs), len);
                 System.arraycopy(part, 0, ctx, r * qs, part.length);
             }
         });

@@ -7,6 +7,7 @@ import dev.hexforge.eval.Perplexity;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -103,7 +104,7 @@ public final class FloatBaseline {
             md.update(text.digest().getBytes());
             return HexFormat.of().formatHex(md.digest());
         } catch (IOException e) {
-            throw new java.io.UncheckedIOException("reading " + model + ": " + e.getMessage(), e);
+            throw new UncheckedIOException("reading " + model + ": " + e.getMessage(), e);
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);
         }

@@ -11,6 +11,8 @@ import dev.hexforge.safetensors.FloatConversion;
 import dev.hexforge.safetensors.TensorInfo;
 
 import java.nio.ByteBuffer;
+import java.util.Arrays;
+import java.util.function.IntConsumer;
 
 /**
  * Scores windows of text on the float model layer by layer, read from the mapped checkpoint (the gate's float
@@ -41,7 +43,7 @@ public final class FloatScoring {
      *
      * @param onWindow called with the number of windows done, for progress; may be null
      */
-    public static Perplexity.Scored score(Checkpoint ckpt, int[] ids, int window, java.util.function.IntConsumer onWindow) {
+    public static Perplexity.Scored score(Checkpoint ckpt, int[] ids, int window, IntConsumer onWindow) {
         ModelConfig c = ckpt.config();
         if (window < 2 || window > c.maxPositionEmbeddings()) {
             throw new IllegalArgumentException("window must be between 2 and the model's context " + c.maxPositionEmbeddings()
@@ -58,7 +60,7 @@ public final class FloatScoring {
         LayerForward lf = new LayerForward(c);
         for (int w0 = 0; w0 < windows; w0 += perGroup) {
             int n = Math.min(perGroup, windows - w0);
-            nll += group(ckpt, source, lf, java.util.Arrays.copyOfRange(ids, w0 * window, (w0 + n) * window), window, n, top1,
+            nll += group(ckpt, source, lf, Arrays.copyOfRange(ids, w0 * window, (w0 + n) * window), window, n, top1,
                     w0 * (window - 1));
             if (onWindow != null) {
                 onWindow.accept(w0 + n);
@@ -96,8 +98,8 @@ public final class FloatScoring {
         float[] target = new float[positions];
         float[] best = new float[positions];
         int[] top1 = new int[positions];
-        java.util.Arrays.fill(max, Double.NEGATIVE_INFINITY);
-        java.util.Arrays.fill(best, Float.NEGATIVE_INFINITY);
+        Arrays.fill(max, Double.NEGATIVE_INFINITY);
+        Arrays.fill(best, Float.NEGATIVE_INFINITY);
 
         String head = c.tieWordEmbeddings() ? TensorNames.EMBED : TensorNames.LM_HEAD;
         TensorInfo t = ckpt.store().info(head);

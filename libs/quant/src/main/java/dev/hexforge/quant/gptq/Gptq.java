@@ -1,5 +1,6 @@
 package dev.hexforge.quant.gptq;
 
+import dev.hexforge.kernels.Kernels;
 import dev.hexforge.quant.GroupQuantizer;
 import dev.hexforge.quant.QuantSpec;
 import dev.hexforge.quant.QuantizationException;
@@ -112,7 +113,7 @@ public final class Gptq {
             double[] wNow = w;
             int[] order = perm;
             int start = i1;
-            dev.hexforge.kernels.Kernels.sharedFloat32().forRows(out, (long) count * count, (from, to) -> {
+            Kernels.sharedFloat32().forRows(out, (long) count * count, (from, to) -> {
                 for (int i = 0; i < count; i++) {
                     int col = start + i;
                     int orig = order[col];
@@ -137,7 +138,7 @@ public final class Gptq {
             // lazy batch update of the columns right of the block: W[:, i2:] -= Err · Hinv[i1:i2, i2:]
             double[] wRef = w;
             int first = i1;
-            dev.hexforge.kernels.Kernels.sharedFloat32().forRows(out, (long) count * (k - i2), (from, to) ->
+            Kernels.sharedFloat32().forRows(out, (long) count * (k - i2), (from, to) ->
                     DoubleTiles.subtractProducts(err, bs, count, hinv, first * k + i2, k, wRef, i2, k, k - i2, from, to));
         }
         float[] scales = new float[out * groups];

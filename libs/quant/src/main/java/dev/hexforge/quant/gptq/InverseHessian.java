@@ -6,6 +6,8 @@ import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
+import java.util.Arrays;
+
 /**
  * The upper Cholesky factor U of {@code (H + damp·I)⁻¹} ({@code Uᵀ U = H⁻¹}) that GPTQ walks column by column.
  *
@@ -40,7 +42,7 @@ final class InverseHessian {
             if (choleskyInPlace(a, k)) {
                 double[] linv = lowerInverse(a, k);
                 double[] u = a;
-                java.util.Arrays.fill(u, 0);
+                Arrays.fill(u, 0);
                 for (int i = 0; i < k; i++) {
                     for (int j = i; j < k; j++) {
                         u[i * k + j] = linv[(k - 1 - i) * k + (k - 1 - j)];
@@ -111,7 +113,7 @@ final class InverseHessian {
             });
         }
         for (int i = 0; i < n; i++) {
-            java.util.Arrays.fill(a, i * n + i + 1, (i + 1) * n, 0);
+            Arrays.fill(a, i * n + i + 1, (i + 1) * n, 0);
         }
         return true;
     }

@@ -1,8 +1,8 @@
 package dev.hexforge.quant.onnx;
 
 import dev.hexforge.onnx.builder.ExternalDataWriter;
-import dev.hexforge.onnx.builder.GraphBuilder;
 import dev.hexforge.onnx.builder.GraphBuilder.Attr;
+import dev.hexforge.onnx.builder.GraphBuilder;
 import dev.hexforge.onnx.export.WeightFile;
 import dev.hexforge.onnx.proto.Onnx.TensorProto.DataType;
 import dev.hexforge.quant.QuantSpec;
@@ -15,6 +15,7 @@ import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Function;
+import java.util.stream.IntStream;
 
 /**
  * {@code DequantizeLinear(W_q [in, out], scale, zero_point) → MatMul}: the form QNN's converter and the NPU path
@@ -86,7 +87,7 @@ public final class QdqFormat extends QuantizedLinearFormat {
         byte[] t = new byte[k * n];
         final int tile = 64;
         // tiles of output rows on every core: each writes its own columns of the result
-        java.util.stream.IntStream.range(0, (n + tile - 1) / tile).parallel().forEach(tileIndex -> {
+        IntStream.range(0, (n + tile - 1) / tile).parallel().forEach(tileIndex -> {
             int o0 = tileIndex * tile;
             int o1 = Math.min(n, o0 + tile);
             for (int i0 = 0; i0 < k; i0 += tile) {

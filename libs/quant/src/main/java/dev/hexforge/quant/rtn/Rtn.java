@@ -7,6 +7,8 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
+import java.util.stream.IntStream;
+
 /**
  * Round-to-nearest quantization in float32 with round-half-to-even, as the reference implementations do it.
  * Symmetric: {@code scale = max|w| / maxQ} (1 for an all-zero group), {@code q = clamp(round(w / scale), ±maxQ)}.
@@ -47,7 +49,7 @@ public final class Rtn {
         } else {
             // rows are independent: blocks of them on every core give the same bytes as one thread
             int blocks = Math.min(out, Runtime.getRuntime().availableProcessors() * 4);
-            java.util.stream.IntStream.range(0, blocks).parallel().forEach(b ->
+            IntStream.range(0, blocks).parallel().forEach(b ->
                     quantizeRows(w, in, spec, (int) ((long) out * b / blocks), (int) ((long) out * (b + 1) / blocks), q, scales, zeros));
         }
         return new QuantizedLinear(out, in, spec, q, scales, zeros);

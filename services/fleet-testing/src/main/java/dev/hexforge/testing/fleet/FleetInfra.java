@@ -6,14 +6,15 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 import org.junit.jupiter.api.extension.ParameterContext;
 import org.junit.jupiter.api.extension.ParameterResolver;
 import org.testcontainers.DockerClientFactory;
+import org.testcontainers.containers.MinIOContainer;
 import org.testcontainers.containers.PostgreSQLContainer;
 import org.testcontainers.kafka.KafkaContainer;
-import org.testcontainers.containers.MinIOContainer;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Comparator;
 
 /**
  * Real Kafka, PostgreSQL and S3 for a test class: containers (apache/kafka in KRaft mode, postgres, MinIO) where a
@@ -94,7 +95,7 @@ public final class FleetInfra implements BeforeAllCallback, ParameterResolver {
         public void close() {
             infra.close();
             try (var files = Files.walk(dir)) {
-                files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+                files.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
             } catch (IOException ignored) {
                 // a temporary folder: the OS cleans up what is left
             }

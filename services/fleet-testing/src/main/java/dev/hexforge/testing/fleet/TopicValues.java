@@ -3,6 +3,7 @@ package dev.hexforge.testing.fleet;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 
 import java.time.Duration;
@@ -38,7 +39,7 @@ public final class TopicValues {
                 try {
                     partitions = consumer.partitionsFor(topic, Duration.ofSeconds(5)).stream()
                             .map(p -> new TopicPartition(topic, p.partition())).toList();
-                } catch (org.apache.kafka.common.errors.TimeoutException notYet) {
+                } catch (TimeoutException notYet) {
                     partitions = List.of();
                 }
                 if (partitions.isEmpty()) {
