@@ -2,6 +2,7 @@ package dev.hexforge.stage;
 
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.boot.convert.DurationStyle;
 import org.springframework.util.unit.DataSize;
 
 import java.nio.file.Path;
@@ -34,8 +35,16 @@ public record StageServiceProperties(S3 s3, Path workDir, @DefaultValue("") Stri
      * @param reportInterval how often the service reports its heap to the gateway
      * @param storeRetry     how long an attempt keeps trying to store its output while the object store does not answer
      */
-    public record Worker(@DefaultValue("1") int threads, @DefaultValue("10s") Duration heartbeat,
-                         @DefaultValue("20GB") DataSize cacheSize, @DefaultValue("30s") Duration reportInterval,
-                         @DefaultValue("60s") Duration storeRetry) {
+    public record Worker(@DefaultValue(THREADS) int threads, @DefaultValue(HEARTBEAT) Duration heartbeat,
+                         @DefaultValue(CACHE_SIZE) DataSize cacheSize, @DefaultValue(REPORT_INTERVAL) Duration reportInterval,
+                         @DefaultValue(STORE_RETRY) Duration storeRetry) {
+        static final String THREADS = "1";
+        static final String HEARTBEAT = "10s";
+        static final String CACHE_SIZE = "20GB";
+        static final String REPORT_INTERVAL = "30s";
+        static final String STORE_RETRY = "60s";
+        /** The defaults above, for a worker made without configuration (tests). */
+        public static final Worker DEFAULTS = new Worker(Integer.parseInt(THREADS), DurationStyle.detectAndParse(HEARTBEAT),
+                DataSize.parse(CACHE_SIZE), DurationStyle.detectAndParse(REPORT_INTERVAL), DurationStyle.detectAndParse(STORE_RETRY));
     }
 }

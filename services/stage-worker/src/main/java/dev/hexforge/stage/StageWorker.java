@@ -9,7 +9,6 @@ import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.contracts.Topics;
 import dev.hexforge.io.Folders;
-import dev.hexforge.io.ModelArchive;
 import dev.hexforge.store.ArtifactStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -24,20 +23,15 @@ import org.springframework.kafka.support.Acknowledgment;
 
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.nio.file.attribute.FileTime;
 import java.security.DigestInputStream;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
-import java.util.Comparator;
-import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -51,7 +45,6 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
-import java.util.stream.Collectors;
 
 /**
  * What every stage service does around its pass: read the request, re-emit the stored result of an attempt that
@@ -74,19 +67,20 @@ public abstract class StageWorker implements DisposableBean {
     private final ArtifactStore store;
     private final Path work;
     private final Duration progressInterval;
+    private final ArchiveCache archives;
+    private final StageEventSender events;
     private final ConcurrentHashMap<String, AttemptImpl> running = new ConcurrentHashMap<>();
     private final AtomicInteger inFlight = new AtomicInteger();
-    private int threads = 1;
-    private Duration heartbeat = Duration.ofSeconds(10);
+    private int threads = StageServiceProperties.Worker.DEFAULTS.threads();
+    private Duration heartbeat = StageServiceProperties.Worker.DEFAULTS.heartbeat();
     private ExecutorService pool;
     private ScheduledExecutorService beats;
     private KafkaListenerEndpointRegistry registry;
     private InputPolicy inputs = InputPolicy.denyAll();
-    private long cacheBytes = 20L << 30;
     private final String instance = UUID.randomUUID().toString();
-    private Duration reportEvery = Duration.ofSeconds(30);
+    private Duration reportEvery = StageServiceProperties.Worker.DEFAULTS.reportInterval();
     /** How long storing an output is tried again while the object store does not answer. */
-    Duration storeRetry = Duration.ofSeconds(60);
+    Duration storeRetry = StageServiceProperties.Worker.DEFAULTS.storeRetry();
     private ScheduledExecutorService reports;
 
     protected StageWorker(Stage stage, KafkaTemplate<String, String> kafka, ArtifactStore store, Path work,
@@ -96,6 +90,8 @@ public abstract class StageWorker implements DisposableBean {
         this.store = store;
         this.work = work;
         this.progressInterval = progressInterval;
+        this.archives = new ArchiveCache(store, work.resolve("cache"), StageServiceProperties.Worker.DEFAULTS.cacheSize().toBytes());
+        this.events = new StageEventSender(kafka, stage);
     }
 
     /** Pool size and heartbeat from configuration; the registry to pause and resume this stage's listener with. */
@@ -104,7 +100,7 @@ public abstract class StageWorker implements DisposableBean {
         this.threads = Math.max(1, settings.worker().threads());
         this.reportEvery = settings.worker().reportInterval();
         this.heartbeat = settings.worker().heartbeat();
-        this.cacheBytes = settings.worker().cacheSize().toBytes();
+        this.archives.maxBytes(settings.worker().cacheSize().toBytes());
         this.storeRetry = settings.worker().storeRetry();
         this.registry = registry;
         this.inputs = inputs;
@@ -298,7 +294,7 @@ public abstract class StageWorker implements DisposableBean {
             Set<String> marks = retryWhileAway(() -> store.keysUnder(ArtifactStore.attemptPrefix(req.attemptId())), () -> { }); // one round trip
             if (marks.contains(resultKey(req.attemptId()))) {
                 LOG.info("attempt {} already completed; re-emitting its result", req.attemptId());
-                deliver(req.jobId(), new String(store.getBytes(resultKey(req.attemptId())), StandardCharsets.UTF_8));
+                events.deliver(req.jobId(), new String(store.getBytes(resultKey(req.attemptId())), StandardCharsets.UTF_8));
                 return;
             }
             if (marks.contains(ArtifactStore.cancelledKey(req.attemptId()))) {
@@ -312,7 +308,7 @@ public abstract class StageWorker implements DisposableBean {
             attempt.progress(0, startMessage(req), Map.of(), true);
             StageEvents.Completed done = run(attempt);
             attempt.checkCancelled();
-            deliver(req.jobId(), ContractsJson.write(done));
+            events.deliver(req.jobId(), ContractsJson.write(done));
             // kept for a redelivery (the offset is committed after this): a crash before it, or the store away, only
             // means a re-run if the request comes again
             try {
@@ -326,8 +322,7 @@ public abstract class StageWorker implements DisposableBean {
             LOG.info("{} attempt {} stopped: the job was cancelled", stage.id(), req.attemptId());
         } catch (StageFailure f) {
             LOG.info("{} attempt {} failed: {}", stage.id(), req.attemptId(), f.getMessage());
-            deliver(req.jobId(), ContractsJson.write(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, req.jobId(),
-                    req.attemptId(), stage, Instant.now(), f.error(), f.report())));
+            fail(req, f.error(), f.report());
         } catch (Exception e) {
             AttemptImpl a = running.get(req.attemptId());
             if (a != null && a.cancelled) { // interrupted mid-I/O by the cancellation
@@ -340,23 +335,25 @@ public abstract class StageWorker implements DisposableBean {
             } else {
                 LOG.info("{} attempt {} failed: {}", stage.id(), req.attemptId(), e.getMessage());
             }
-            deliver(req.jobId(), ContractsJson.write(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, req.jobId(),
-                    req.attemptId(), stage, Instant.now(), error, Map.of())));
+            fail(req, error, Map.of());
         } catch (OutOfMemoryError e) {
             // what the attempt allocated is unreachable once this frame unwinds; the worker lives on for the next request
             LOG.warn("{} attempt {} ran out of memory", stage.id(), req.attemptId());
-            deliver(req.jobId(), ContractsJson.write(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, req.jobId(),
-                    req.attemptId(), stage, Instant.now(), ErrorCode.OUT_OF_MEMORY.error(
-                    "the " + stage.id() + " stage needed more memory than this service has (" + (Runtime.getRuntime().maxMemory() >> 20)
-                            + " MB heap)"), Map.of())));
+            fail(req, ErrorCode.OUT_OF_MEMORY.error("the " + stage.id() + " stage needed more memory than this service has ("
+                    + (Runtime.getRuntime().maxMemory() >> 20) + " MB heap)"), Map.of());
         } catch (Error e) {
             LOG.error("{} attempt {} failed with an error", stage.id(), req.attemptId(), e);
-            deliver(req.jobId(), ContractsJson.write(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, req.jobId(),
-                    req.attemptId(), stage, Instant.now(), ErrorCode.INTERNAL.error(e.toString()), Map.of())));
+            fail(req, ErrorCode.INTERNAL.error(e.toString()), Map.of());
         } finally {
             running.remove(req.attemptId());
             Folders.deleteQuietly(dir);
         }
+    }
+
+    /** The one way an attempt fails: its failed event, delivered as completions are. */
+    private void fail(StageEvents.StageRequest req, StageEvents.StageError error, Map<String, Object> report) {
+        events.deliver(req.jobId(), ContractsJson.write(new StageEvents.Failed(StageEvents.SCHEMA_VERSION, req.jobId(),
+                req.attemptId(), stage, Instant.now(), error, report)));
     }
 
     /**
@@ -382,125 +379,6 @@ public abstract class StageWorker implements DisposableBean {
                     throw e;
                 }
             }
-        }
-    }
-
-    /**
-     * An uploaded model archive, unpacked once per content into {@code work/cache/<sha256>} and reused by later
-     * attempts; the archive's digest is checked as it streams in.
-     */
-    private synchronized Path unpacked(StageEvents.ArtifactRef archive) {
-        Path cached = work.resolve("cache").resolve(archive.sha256());
-        if (Files.isDirectory(cached)) {
-            touch(cached);
-            return cached;
-        }
-        try {
-            Files.createDirectories(cached.getParent());
-            trimCache(cached.getParent(), archive.size());
-            // unpacked beside it and moved into place whole: a read cut short leaves no half-unpacked folder to reuse
-            Path partial = cached.resolveSibling(archive.sha256() + ".partial");
-            Folders.deleteQuietly(partial);
-            try {
-                MessageDigest md = MessageDigest.getInstance("SHA-256");
-                try (InputStream in = new DigestInputStream(store.getStream(archive.key()), md)) {
-                    ModelArchive.extract(in, partial, ModelArchive.Limits.DEFAULT);
-                    in.transferTo(OutputStream.nullOutputStream()); // the archive's tail, for the digest
-                }
-                String got = HexFormat.of().formatHex(md.digest());
-                if (!got.equals(archive.sha256())) {
-                    throw new ArtifactStore.StoreException("uploaded archive " + archive.id() + " is corrupt in storage: sha256 " + got
-                            + ", uploaded as " + archive.sha256());
-                }
-                Files.move(partial, cached, StandardCopyOption.ATOMIC_MOVE);
-            } finally {
-                Folders.deleteQuietly(partial);
-            }
-            return cached;
-        } catch (IOException | NoSuchAlgorithmException e) {
-            throw new ArtifactStore.StoreException("unpacking uploaded archive " + archive.id() + ": " + e.getMessage(), e);
-        }
-    }
-
-    private static void touch(Path dir) {
-        try {
-            Files.setLastModifiedTime(dir, FileTime.from(Instant.now()));
-        } catch (IOException ignored) {
-            // only the eviction order suffers
-        }
-    }
-
-    /**
-     * Keeps the unpacked-archive cache under {@code hexforge.worker.cache-size}: the least recently used folders go
-     * first, until the one about to be unpacked (its archive size is the best guess) fits.
-     */
-    private void trimCache(Path cache, long incoming) throws IOException {
-        List<Path> entries;
-        try (var s = Files.list(cache)) {
-            entries = s.filter(Files::isDirectory).sorted(Comparator.comparing(p -> {
-                try {
-                    return Files.getLastModifiedTime(p);
-                } catch (IOException e) {
-                    return FileTime.fromMillis(0);
-                }
-            })).collect(Collectors.toCollection(ArrayList::new));
-        }
-        long total = 0;
-        Map<Path, Long> sizes = new HashMap<>();
-        for (Path p : entries) {
-            long n = Folders.size(p);
-            sizes.put(p, n);
-            total += n;
-        }
-        while (!entries.isEmpty() && total + incoming > cacheBytes) {
-            Path oldest = entries.remove(0);
-            LOG.info("unpacked-archive cache over {} bytes: removing {}", cacheBytes, oldest.getFileName());
-            Folders.deleteTree(oldest);
-            total -= sizes.get(oldest);
-        }
-    }
-
-    /**
-     * A completed or failed event: sent again, 0.5 s to 10 s apart, until the broker has it, however long it is
-     * away, because the request's offset is committed only after it. Only a stop (shutdown) ends the tries, and then
-     * the offset stays uncommitted.
-     */
-    private void deliver(String key, String payload) {
-        long backoff = 500;
-        for (int tries = 1; ; tries++) {
-            if (Thread.currentThread().isInterrupted()) {
-                throw new UndeliveredException(stage.id() + " event for job " + key + " not delivered: the worker is stopping");
-            }
-            try {
-                kafka.send(Topics.STAGE_EVENTS, key, payload).get(30, TimeUnit.SECONDS);
-                if (tries > 1) {
-                    LOG.info("{} event for job {} delivered after {} tries", stage.id(), key, tries);
-                }
-                return;
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            } catch (Exception e) {
-                if (tries == 1 || tries % 10 == 0) {
-                    LOG.warn("cannot report to {} (try {}): {}; trying again", Topics.STAGE_EVENTS, tries, e.getMessage());
-                }
-                try {
-                    Thread.sleep(backoff);
-                } catch (InterruptedException stop) {
-                    Thread.currentThread().interrupt();
-                }
-                backoff = Math.min(backoff * 2, 10_000);
-            }
-        }
-    }
-
-    /** Progress and heartbeats: a lost one is made good by the next, so a broker away for a moment fails no pass. */
-    private void tell(String key, String payload) {
-        try {
-            kafka.send(Topics.STAGE_EVENTS, key, payload).get(30, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        } catch (Exception e) {
-            LOG.warn("progress for job {} not reported: {}", key, e.getMessage());
         }
     }
 
@@ -548,7 +426,7 @@ public abstract class StageWorker implements DisposableBean {
 
         private void emit(double percent, String message, Map<String, Double> metrics) {
             lastSent = System.nanoTime();
-            tell(req.jobId(), ContractsJson.write(new StageEvents.Progress(StageEvents.SCHEMA_VERSION, req.jobId(),
+            events.tell(req.jobId(), ContractsJson.write(new StageEvents.Progress(StageEvents.SCHEMA_VERSION, req.jobId(),
                     req.attemptId(), stage, Instant.now(), percent, message, metrics)));
         }
 
@@ -583,7 +461,7 @@ public abstract class StageWorker implements DisposableBean {
             Optional<StageEvents.ArtifactRef> ref = req.inputs().stream()
                     .filter(i -> i.kind().equals(StageEvents.MODEL_ARCHIVE) || i.kind().equals(StageEvents.BASE_MODEL)).findFirst();
             if (ref.isPresent() && ref.get().kind().equals(StageEvents.MODEL_ARCHIVE)) {
-                return retrying(() -> unpacked(ref.get()));
+                return retrying(() -> archives.unpacked(ref.get()));
             }
             if (ref.isPresent()) { // an artifact of the tenant's, checked by the gateway
                 Path in = dir.resolve("in").resolve("base-model");
