@@ -1,7 +1,5 @@
 package dev.hexforge.artifactservice;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
@@ -20,7 +18,6 @@ import org.springframework.stereotype.Component;
 
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -106,53 +103,37 @@ class SignWorker extends StageWorker {
         return UnavailableFilter.dependencyAway(e).isPresent();
     }
 
-    /**
-     * What the provenance states: the spec; the base model (a folder's OMS root digest, an upload's sha256), the
-     * training and calibration data the job read, and every earlier artifact of the job by its OMS root digest; the
-     * versions of the tools that made the folder (from its export.json and compile manifest); the times.
-     */
+    /** The provenance of {@code folder} for this attempt's job, its materials looked up in the store and the catalogue. */
     private Provenance.Facts facts(Attempt a, Path folder, boolean built) {
         StageEvents.StageRequest req = a.request();
-        List<ArtifactEntity> earlier = a.whileAway(() -> artifacts.findByJobIdOrderByCreatedAtAsc(UUID.fromString(req.jobId())));
-        JobSpec spec = req.spec();
-        Map<String, String> materials = new LinkedHashMap<>();
-        JobSpec.Input model = spec.model();
-        if (model.path() != null) {
-            materials.put("base-model:" + model.path(), Provenance.digestOf(a.baseModel()));
-        } else if (model.upload() != null) {
-            materials.put("base-model:upload/" + model.upload(), a.whileAway(() -> store().sha256(ArtifactStore.uploadKey(model.upload()))));
-        } else {
-            req.inputs().stream().filter(i -> i.kind().equals(StageEvents.BASE_MODEL)).findFirst()
-                    .ifPresent(i -> materials.put("base-model:artifact/" + model.artifact(), i.sha256()));
-        }
-        List<Stage> stages = spec.stageList();
-        if (stages.contains(Stage.FINETUNE)) {
-            file(a, materials, "finetune-data", "finetune.data", spec.finetune().data());
-            file(a, materials, "finetune-eval-data", "finetune.evalData", spec.finetune().evalData());
-        }
-        if (stages.contains(Stage.QUANTIZE)) {
-            file(a, materials, "calibration-data", "quantize.calibration", spec.quantize().calibration());
-        }
-        for (ArtifactEntity e : earlier) {
-            materials.put(e.stage + "/" + e.kind, e.rootDigest);
-        }
-        Map<String, String> versions = SignPass.versions(folder);
-        JsonNode specJson = ContractsJson.MAPPER.valueToTree(spec);
-        Instant started = earlier.isEmpty() ? req.requestedAt() : earlier.get(0).createdAt;
-        String origin = built ? null : (model.path() != null ? "supplied" : "uploaded") + " by tenant " + req.tenant() + " ("
-                + model.describe() + "), not built by the fleet";
-        return new Provenance.Facts(specJson, materials, versions, req.jobId(), started, Instant.now(), origin);
-    }
+        SignPass.Sources sources = new SignPass.Sources() {
+            @Override
+            public String baseModelDigest() {
+                return Provenance.digestOf(a.baseModel());
+            }
 
-    /** A data file the job read: by the upload's stored digest, or the file's under the input roots. */
-    private void file(Attempt a, Map<String, String> materials, String name, String field, JobSpec.Input input) {
-        if (input == null) {
-            return;
-        }
-        if (input.upload() != null) {
-            materials.put(name + ":upload/" + input.upload(), a.whileAway(() -> store().sha256(ArtifactStore.uploadKey(input.upload()))));
-        } else {
-            materials.put(name + ":" + input.path(), Provenance.digestOf(a.input(field, input)));
-        }
+            @Override
+            public String uploadDigest(String uploadId) {
+                return a.whileAway(() -> store().sha256(ArtifactStore.uploadKey(uploadId)));
+            }
+
+            @Override
+            public String fileDigest(String field, JobSpec.Input input) {
+                return Provenance.digestOf(a.input(field, input));
+            }
+
+            @Override
+            public String baseArtifactDigest() {
+                return req.inputs().stream().filter(i -> i.kind().equals(StageEvents.BASE_MODEL)).findFirst()
+                        .map(StageEvents.ArtifactRef::sha256).orElse(null);
+            }
+
+            @Override
+            public List<SignPass.Earlier> earlier() {
+                return a.whileAway(() -> artifacts.findByJobIdOrderByCreatedAtAsc(UUID.fromString(req.jobId()))).stream()
+                        .map(e -> new SignPass.Earlier(e.stage, e.kind, e.rootDigest, e.createdAt)).toList();
+            }
+        };
+        return SignPass.facts(req.spec(), req.jobId(), req.tenant(), req.requestedAt(), sources, folder, built);
     }
 }
