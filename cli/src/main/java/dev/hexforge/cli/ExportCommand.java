@@ -26,8 +26,7 @@ final class ExportCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        SpecOptions.check(spec);
-        ExportPass.Options opt = exportFlags.options();
+        ExportPass.Options opt = exportFlags.options(SpecOptions.spec(spec, List.of("export"), Map.of()));
         ExportPass.Result r;
         try (ProgressBar bar = new ProgressBar("export")) {
             r = ExportPass.run(model, opt, out, bar);

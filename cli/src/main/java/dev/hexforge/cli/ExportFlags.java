@@ -1,7 +1,6 @@
 package dev.hexforge.cli;
 
-import dev.hexforge.onnx.export.ExportOptions;
-import dev.hexforge.onnx.export.Variant;
+import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.pass.ExportPass;
 import picocli.CommandLine.Option;
 
@@ -26,8 +25,8 @@ final class ExportFlags {
             + "against (the Java float forward over the model; a job with a benchmark stage writes it)")
     boolean reference;
 
-    ExportPass.Options options() {
-        return new ExportPass.Options(new ExportOptions(Variant.parse(variant), seq, ctx, opset), ExportPass.Format.parse(format),
-                accuracyLevel, encodings, reference);
+    /** The export pass's options for {@code spec} (the command's flags as a job spec), with the CLI's own --encodings and --reference. */
+    ExportPass.Options options(JobSpec spec) {
+        return ExportPass.options(spec).orAsked(encodings, reference);
     }
 }

@@ -1,11 +1,11 @@
 package dev.hexforge.cli;
 
 import dev.hexforge.client.GatewayClient;
+import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.io.Folders;
 import dev.hexforge.pass.ExportPass;
 import dev.hexforge.pass.QuantizePass;
 import dev.hexforge.quant.BundledData;
-import dev.hexforge.quant.QuantSpec;
 import dev.hexforge.quant.QuantizationReport;
 import dev.hexforge.quant.QuantizeOptions;
 import dev.hexforge.quant.QuantizePipeline;
@@ -17,7 +17,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.Callable;
 
 @Command(name = "quantize", mixinStandardHelpOptions = true,
@@ -61,7 +61,7 @@ final class QuantizeCommand implements Callable<Integer> {
     @Option(names = "--eval", description = "text scored for the accuracy gate (perplexity and top-1 agreement, float vs "
             + "quantized, through ONNX Runtime; default: the bundled text, as the fleet uses)")
     Path eval;
-    @Option(names = "--window", defaultValue = "128", description = "tokens per scored window (default: ${DEFAULT-VALUE})")
+    @Option(names = "--window", defaultValue = "" + QuantizePass.EVAL_WINDOW, description = "tokens per scored window (default: ${DEFAULT-VALUE})")
     int window;
     @Option(names = "--eval-tokens", descriptionKey = "quantize.evalTokens")
     int evalTokens;
@@ -78,23 +78,21 @@ final class QuantizeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
-        SpecOptions.check(spec);
         if (sym && asym) {
             throw new IllegalArgumentException("--sym and --asym contradict each other");
         }
-        QuantSpec spec = QuantizePass.spec(bits, group, sym ? Boolean.TRUE : asym ? Boolean.FALSE : null);
-        ExportPass.Options export = exportFlags.options();
+        // the flags as the job spec of a quantize + export job: the passes map it as they map a fleet job's
+        JobSpec job = SpecOptions.spec(spec, List.of("quantize", "export"), sym || asym ? Map.of("quantize.symmetric", sym) : Map.of());
+        ExportPass.Options export = exportFlags.options(job);
         Path bundled = Files.createTempDirectory("hexforge-bundled");
         QuantizePass.Result r;
         ExportPass.Result exported = null;
         try (ProgressBar bar = new ProgressBar("quantize")) {
             Path calibration = calib != null ? calib : BundledData.calibration(bundled);
-            QuantizeOptions opt = new QuantizeOptions(method.toLowerCase(Locale.ROOT), spec, keep,
-                    QuantizePass.head(head.toLowerCase(Locale.ROOT)),
-                    new QuantizeOptions.Calibration(calibration, samples, calibLen, seed), new Gptq.Options(128, 0.01, actOrder),
-                    eval != null ? eval : BundledData.evalText(bundled), window, evalTokens, maxDeltaPpl, autoKeep,
-                    GatewayClient.stateFolder().resolve("cache"),
-                    QuantizePass.activations(activations, kvBits, export.export().variant().name()));
+            // and what only the CLI sets: the sampling seed, GPTQ's column order, the scored window
+            QuantizeOptions opt = QuantizePass.options(job, calibration, eval != null ? eval : BundledData.evalText(bundled),
+                    GatewayClient.stateFolder().resolve("cache")).withCalibrationSeed(seed)
+                    .withGptq(Gptq.Options.defaults().withActOrder(actOrder)).withEvalWindow(window);
             r = QuantizePass.run(model, opt, out, (what, done, total) -> bar.update(what, done, 2 * total));
             if (r.passed()) {
                 exported = ExportPass.run(r.checkpoint(), export, export.format() == ExportPass.Format.BOTH ? out : out.resolve("onnx-model"),
@@ -137,13 +135,8 @@ final class QuantizeCommand implements Callable<Integer> {
             System.out.println("report " + out.resolve(QuantizePipeline.REPORT));
         }
         if (!rep.gatePassed()) {
-            double rise = rep.activations() == null ? rep.deltaPerplexity()
-                    : Math.max(rep.deltaPerplexity(), rep.activations().deltaPerplexity());
-            System.err.printf("hexforge: error: accuracy gate failed: perplexity rose by %.4f%s, more than the allowed %.4f; "
-                    + "worst layers: %s. No model was written; see %s%n", rise,
-                    rep.activations() == null ? "" : " (weights only " + String.format("%.4f", rep.deltaPerplexity()) + ", "
-                            + rep.activations().precision() + " " + String.format("%.4f", rep.activations().deltaPerplexity()) + ")",
-                    rep.maxDeltaPerplexity(), rep.worstLayers(), out.resolve(QuantizePipeline.REPORT));
+            System.err.printf("hexforge: error: accuracy gate failed: %s. No model was written; see %s%n", r.gateMessage(),
+                    out.resolve(QuantizePipeline.REPORT));
             return 1;
         }
         return 0;

@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hexforge.contracts.FieldSpec;
 import dev.hexforge.contracts.InvalidJobSpecException;
+import dev.hexforge.contracts.JobSpec;
+import dev.hexforge.contracts.JobSpecReader;
 import dev.hexforge.contracts.JobSpecSchema;
 import dev.hexforge.contracts.Problem;
 import picocli.CommandLine;
@@ -62,35 +64,75 @@ final class SpecOptions implements CommandLine.IDefaultValueProvider {
      * is an error naming the option ({@code --bits: must be between 2 and 8, got 9}).
      */
     static void check(CommandSpec command) {
-        ObjectNode doc = JsonNodeFactory.instance.objectNode();
-        doc.put("model", "/model");
         Map<String, String> flags = new LinkedHashMap<>();
-        for (OptionSpec o : command.options()) {
-            if (field(o) == null || o.getValue() == null) {
-                continue;
-            }
-            String[] path = o.descriptionKey().split("\\.");
-            ObjectNode at = doc;
-            for (int i = 0; i < path.length - 1; i++) {
-                at = at.has(path[i]) ? (ObjectNode) at.get(path[i]) : at.putObject(path[i]);
-            }
-            at.set(path[path.length - 1], Json.MAPPER.valueToTree(o.getValue()));
-            flags.put(o.descriptionKey(), o.longestName());
-        }
+        ObjectNode doc = document(command, List.of(), Map.of(), flags);
         try {
             JobSpecSchema.validate(doc);
         } catch (InvalidJobSpecException e) {
-            List<String> mine = new ArrayList<>();
-            for (Problem p : e.problems()) {
-                String flag = flags.get(p.path());
-                if (flag != null) {
-                    mine.add(flag + ": " + p.message());
-                }
-            }
+            List<String> mine = flagged(e, flags);
             if (!mine.isEmpty()) {
                 throw new IllegalArgumentException(String.join("; ", mine));
             }
         }
+    }
+
+    /**
+     * The job spec the command's keyed options say, for a job of {@code stages}, with {@code extra} values at their
+     * dotted paths (settings a flag gives in another form, such as --sym): the document a job with the same settings
+     * would carry, validated and with every default filled in, so the pass's own {@code options(JobSpec)} maps it. A
+     * refused value is an error naming the option where one gave it.
+     */
+    static JobSpec spec(CommandSpec command, List<String> stages, Map<String, Object> extra) {
+        Map<String, String> flags = new LinkedHashMap<>();
+        ObjectNode doc = document(command, stages, extra, flags);
+        try {
+            return JobSpecReader.of(doc);
+        } catch (InvalidJobSpecException e) {
+            List<String> all = flagged(e, flags);
+            for (Problem p : e.problems()) {
+                if (!flags.containsKey(p.path())) {
+                    all.add(p.toString());
+                }
+            }
+            throw new IllegalArgumentException(String.join("; ", all));
+        }
+    }
+
+    private static ObjectNode document(CommandSpec command, List<String> stages, Map<String, Object> extra, Map<String, String> flags) {
+        ObjectNode doc = JsonNodeFactory.instance.objectNode();
+        doc.put("model", "/model");
+        if (!stages.isEmpty()) {
+            stages.forEach(doc.putArray("stages")::add);
+        }
+        for (OptionSpec o : command.options()) {
+            if (field(o) == null || o.getValue() == null) {
+                continue;
+            }
+            put(doc, o.descriptionKey(), o.getValue());
+            flags.put(o.descriptionKey(), o.longestName());
+        }
+        extra.forEach((path, value) -> put(doc, path, value));
+        return doc;
+    }
+
+    private static void put(ObjectNode doc, String dotted, Object value) {
+        String[] path = dotted.split("\\.");
+        ObjectNode at = doc;
+        for (int i = 0; i < path.length - 1; i++) {
+            at = at.has(path[i]) ? (ObjectNode) at.get(path[i]) : at.putObject(path[i]);
+        }
+        at.set(path[path.length - 1], Json.MAPPER.valueToTree(value));
+    }
+
+    private static List<String> flagged(InvalidJobSpecException e, Map<String, String> flags) {
+        List<String> mine = new ArrayList<>();
+        for (Problem p : e.problems()) {
+            String flag = flags.get(p.path());
+            if (flag != null) {
+                mine.add(flag + ": " + p.message());
+            }
+        }
+        return mine;
     }
 
     private static FieldSpec field(ArgSpec arg) {

@@ -52,6 +52,11 @@ public final class JobSpecReader {
         return read(text, text.stripLeading().startsWith("{") ? Format.JSON : Format.YAML);
     }
 
+    /** A spec document already parsed (the CLI builds one from its flags): validated, defaults filled, bound. */
+    public static JobSpec of(JsonNode doc) {
+        return bind(JobSpecSchema.validate(doc));
+    }
+
     static JobSpec bind(ObjectNode validated) {
         try {
             return JSON.treeToValue(validated, JobSpec.class);

@@ -65,6 +65,10 @@ public final class ExportPass {
      *                      Java float forward over the model: seconds to minutes at real sizes, so only when asked)
      */
     public record Options(ExportOptions export, Format format, int accuracyLevel, boolean encodings, boolean reference) {
+        /** These options, also writing the encodings and the device reference where asked (the CLI's flags). */
+        public Options orAsked(boolean withEncodings, boolean withReference) {
+            return new Options(export, format, accuracyLevel, encodings || withEncodings, reference || withReference);
+        }
     }
 
     /** One export folder and the kind it is stored as ({@code onnx-static-qdq}, ...). */

@@ -29,6 +29,22 @@ public record QuantizeOptions(String method, QuantSpec spec, List<String> keep, 
                               Path cache, Activations activations) {
     public static final double DEFAULT_MAX_DELTA_PPL = 0.5;
 
+    public QuantizeOptions withGptq(Gptq.Options options) {
+        return new QuantizeOptions(method, spec, keep, head, calibration, options, evalText, evalWindow, evalTokens, maxDeltaPpl,
+                autoKeepPercent, cache, activations);
+    }
+
+    public QuantizeOptions withCalibrationSeed(long seed) {
+        return new QuantizeOptions(method, spec, keep, head, calibration == null ? null
+                : new Calibration(calibration.file(), calibration.samples(), calibration.length(), seed), gptq, evalText, evalWindow,
+                evalTokens, maxDeltaPpl, autoKeepPercent, cache, activations);
+    }
+
+    public QuantizeOptions withEvalWindow(int window) {
+        return new QuantizeOptions(method, spec, keep, head, calibration, gptq, evalText, window, evalTokens, maxDeltaPpl,
+                autoKeepPercent, cache, activations);
+    }
+
     /** N samples of at most L tokens from a JSONL file, chosen with a seed. */
     public record Calibration(Path file, int samples, int length, long seed) {
         public static final int DEFAULT_SAMPLES = 128;

@@ -23,6 +23,10 @@ public final class Gptq {
      * @param actOrder    quantize columns in order of decreasing Hessian diagonal (static groups)
      */
     public record Options(int blockSize, double dampPercent, boolean actOrder) {
+        public Options withActOrder(boolean order) {
+            return new Options(blockSize, dampPercent, order);
+        }
+
         public static Options defaults() {
             return new Options(128, 0.01, false);
         }
