@@ -14,6 +14,8 @@ final class ExportFlags {
     int ctx;
     @Option(names = "--opset", descriptionKey = "export.opset")
     int opset;
+    @Option(names = "--max-graph-mb", descriptionKey = "export.maxGraphMb")
+    int maxGraphMb;
     @Option(names = "--format", descriptionKey = "quantize.format")
     String format;
     @Option(names = "--accuracy-level", descriptionKey = "quantize.accuracyLevel")

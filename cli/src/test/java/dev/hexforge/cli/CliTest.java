@@ -87,6 +87,10 @@ class CliTest {
                 "genie", "--seq", "32");
         assertEquals(1, seq.exit());
         assertTrue(seq.err().contains("--seq: must be 64 or 128 for the genie variant"), "the spec's rule, naming the flag: " + seq.err());
+        Run parts = run("export", "--model", Fixtures.qwen2Tiny().toString(), "--out", tmp.resolve("genie-8").toString(), "--variant",
+                "genie", "--seq", "64", "--max-graph-mb", "8");
+        assertEquals(1, parts.exit());
+        assertTrue(parts.err().contains("--max-graph-mb: must be between 16 and 2048"), parts.err());
     }
 
     @Test

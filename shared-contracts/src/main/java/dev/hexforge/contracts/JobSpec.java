@@ -95,7 +95,13 @@ public record JobSpec(int schemaVersion, String name, Input model, List<String> 
     public record Auto(double maxExtraBytesPercent) {
     }
 
-    public record Export(String variant, int opset, int seq, int ctx) {
+    /** @param maxGraphMb 0 in specs stored before it: the HTP's limit */
+    public record Export(String variant, int opset, int seq, int ctx, int maxGraphMb) {
+        public static final int DEFAULT_MAX_GRAPH_MB = 2048;
+
+        public long maxGraphBytes() {
+            return (long) (maxGraphMb == 0 ? DEFAULT_MAX_GRAPH_MB : maxGraphMb) << 20;
+        }
     }
 
     /** @param sampler null in specs stored before it: the declared defaults */

@@ -101,7 +101,9 @@ public final class JobSpecSchema {
                             "static", "dynamic", "genie"),
                     integer("opset", 17, 17, 21, "ONNX opset (21 is used where INT4 needs it)."),
                     integer("seq", 128, 1, 4096, "Static prompt-graph length."),
-                    integer("ctx", 512, 2, 4096, "Static context length.")),
+                    integer("ctx", 512, 2, 4096, "Static context length."),
+                    integer("maxGraphMb", JobSpec.Export.DEFAULT_MAX_GRAPH_MB, 16, JobSpec.Export.DEFAULT_MAX_GRAPH_MB,
+                            "The most weights one NPU graph holds, in MiB (the HTP's limit is 2048): a static or Genie export over it is cut by layers into parts; lower gives more, smaller parts.")),
             object("compile", "NPU compilation.",
                     oneOf("target", "ort-qnn", "ort-qnn, qnn-context-binary, qnn-model-lib or genie (a Genie bundle: one weight-shared "
                             + "context binary per part and genie_config.json; needs export.variant: genie). All but ort-qnn run the QNN SDK's tools.",

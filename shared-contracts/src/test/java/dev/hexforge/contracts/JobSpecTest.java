@@ -244,6 +244,11 @@ class JobSpecTest {
                 + "compile: {target: genie, sampler: {temperature: 0.5, topK: 8}}\n");
         assertEquals("genie", s.compile().target());
         assertEquals(new JobSpec.Sampler(42, 0.5, 8, 0.95), s.compile().sampler(), "the defaults filled in");
+        assertEquals(2048L << 20, s.export().maxGraphBytes(), "the HTP's limit unless asked");
+        assertEquals(512L << 20, JobSpecReader.read("model: m\nexport: {maxGraphMb: 512}\n").export().maxGraphBytes());
+        assertTrue(String.join("", problems("model: m\nexport: {maxGraphMb: 4096}\n")).contains("export.maxGraphMb"));
+        JobSpec stored = ContractsJson.read(ContractsJson.write(s), JobSpec.class);
+        assertEquals(s, stored, "a stored spec reads back the same");
         String wrongLayout = String.join("\n", problems("model: m\nstages: [export, compile]\ncompile: {target: genie}\n"));
         assertTrue(wrongLayout.contains("export.variant") && wrongLayout.contains("needs export.variant: genie"), wrongLayout);
         String otherTarget = String.join("\n", problems("model: m\nstages: [export, compile]\nexport: {variant: genie, seq: 64}\n"));

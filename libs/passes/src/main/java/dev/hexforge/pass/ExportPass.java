@@ -89,7 +89,7 @@ public final class ExportPass {
     public static Options options(JobSpec spec) {
         JobSpec.Export e = spec.export();
         boolean qnnSdk = spec.stageList().contains(Stage.COMPILE) && !spec.compile().target().equals(OrtQnnBundler.TARGET);
-        return new Options(new ExportOptions(Variant.parse(e.variant()), e.seq(), e.ctx(), e.opset()),
+        return new Options(new ExportOptions(Variant.parse(e.variant()), e.seq(), e.ctx(), e.opset(), e.maxGraphBytes()),
                 Format.parse(spec.quantize().format()), spec.quantize().accuracyLevel(), qnnSdk,
                 spec.stageList().contains(Stage.BENCHMARK));
     }
