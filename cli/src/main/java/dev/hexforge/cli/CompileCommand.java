@@ -1,12 +1,12 @@
 package dev.hexforge.cli;
 
-import dev.hexforge.compile.CompileOptions;
-import dev.hexforge.compile.genie.GenieConfig;
 import dev.hexforge.pass.CompilePass;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 
 @Command(name = "compile", mixinStandardHelpOptions = true,
@@ -42,11 +42,10 @@ final class CompileCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        SpecOptions.check(spec);
         String env = System.getenv("QNN_SDK_ROOT");
         Path sdk = qnnSdk != null ? qnnSdk : env == null || env.isBlank() ? null : Path.of(env);
-        CompilePass.Result r = CompilePass.run(model, new CompilePass.Options(target, CompileOptions.of(soc, htpArch,
-                new GenieConfig.Sampler(seed, temperature, topK, topP)), sdk), out);
+        // the flags as a job spec's compile settings, mapped by the pass as a fleet job's are
+        CompilePass.Result r = CompilePass.run(model, CompilePass.options(SpecOptions.spec(spec, List.of(), Map.of()).compile(), sdk), out);
         if (json) {
             Json j = new Json().put("out", out.toAbsolutePath().toString()).put("kind", r.kind());
             r.report().forEach(j::put);

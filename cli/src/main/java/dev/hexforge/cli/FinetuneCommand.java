@@ -10,6 +10,7 @@ import picocli.CommandLine.Option;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 
 @Command(name = "finetune", mixinStandardHelpOptions = true,
@@ -70,10 +71,9 @@ final class FinetuneCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        SpecOptions.check(spec);
-        TrainingOptions o = new TrainingOptions(r, alpha, dropout, targets, rslora, batch, accum, lr, epochs, maxLen, seed,
-                warmup, schedule, weightDecay, maxGradNorm, checkpointEvery, evalSplit, TrainingOptions.EVAL_MAX_NEW_TOKENS, threads)
-                .withChatFormat(chatFormat);
+        // the flags as a job spec's finetune settings, mapped by the pass as a fleet job's are, then what only the CLI sets
+        TrainingOptions o = FinetunePass.options(SpecOptions.spec(spec, List.of(), Map.of()).finetune())
+                .withRun(rslora, warmup, schedule, weightDecay, maxGradNorm, checkpointEvery, evalSplit, threads);
         List<String> epochLines = new ArrayList<>();
         FinetunePass.Result result;
         try (ProgressBar bar = new ProgressBar("finetune")) {

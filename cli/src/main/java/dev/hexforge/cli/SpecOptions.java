@@ -60,27 +60,11 @@ final class SpecOptions implements CommandLine.IDefaultValueProvider {
     }
 
     /**
-     * Checks the keyed options' values against their declarations, as the server checks a job spec: a refused value
-     * is an error naming the option ({@code --bits: must be between 2 and 8, got 9}).
-     */
-    static void check(CommandSpec command) {
-        Map<String, String> flags = new LinkedHashMap<>();
-        ObjectNode doc = document(command, List.of(), Map.of(), flags);
-        try {
-            JobSpecSchema.validate(doc);
-        } catch (InvalidJobSpecException e) {
-            List<String> mine = flagged(e, flags);
-            if (!mine.isEmpty()) {
-                throw new IllegalArgumentException(String.join("; ", mine));
-            }
-        }
-    }
-
-    /**
      * The job spec the command's keyed options say, for a job of {@code stages}, with {@code extra} values at their
      * dotted paths (settings a flag gives in another form, such as --sym): the document a job with the same settings
      * would carry, validated and with every default filled in, so the pass's own {@code options(JobSpec)} maps it. A
-     * refused value is an error naming the option where one gave it.
+     * refused value is an error naming the option where one gave it ({@code --bits: must be between 2 and 8, got 9}),
+     * as the server names the field of a job spec.
      */
     static JobSpec spec(CommandSpec command, List<String> stages, Map<String, Object> extra) {
         Map<String, String> flags = new LinkedHashMap<>();
@@ -90,7 +74,7 @@ final class SpecOptions implements CommandLine.IDefaultValueProvider {
         } catch (InvalidJobSpecException e) {
             List<String> all = flagged(e, flags);
             for (Problem p : e.problems()) {
-                if (!flags.containsKey(p.path())) {
+                if (flag(flags, p) == null) {
                     all.add(p.toString());
                 }
             }
@@ -127,12 +111,17 @@ final class SpecOptions implements CommandLine.IDefaultValueProvider {
     private static List<String> flagged(InvalidJobSpecException e, Map<String, String> flags) {
         List<String> mine = new ArrayList<>();
         for (Problem p : e.problems()) {
-            String flag = flags.get(p.path());
+            String flag = flag(flags, p);
             if (flag != null) {
                 mine.add(flag + ": " + p.message());
             }
         }
         return mine;
+    }
+
+    /** The option that gave the value a problem is about (an element of a list is the list's option), or null. */
+    private static String flag(Map<String, String> flags, Problem p) {
+        return flags.get(p.path().replaceAll("\\[\\d+]$", ""));
     }
 
     private static FieldSpec field(ArgSpec arg) {

@@ -65,6 +65,17 @@ public record TrainingOptions(int r, double alpha, double dropout, List<String> 
                 threads, format);
     }
 
+    /**
+     * The same settings with the schedule and run settings a job spec does not carry (the CLI's flags): rsLoRA, the
+     * warm-up share, the schedule, weight decay, gradient clipping, the checkpoint interval, the held-out share and the
+     * threads.
+     */
+    public TrainingOptions withRun(boolean rslora, double warmup, String scheduleName, double decay, double clip, int checkpoints,
+                                   double split, int workers) {
+        return new TrainingOptions(r, alpha, dropout, targets, rslora, batchSize, accumulation, learningRate, epochs, maxLength, seed,
+                warmup, scheduleName, decay, clip, checkpoints, split, evalMaxNewTokens, workers, chatFormat);
+    }
+
     /** The chat format asked for, or null to take the model's. */
     public ChatTemplate.Format chatFormatOverride() {
         return AUTO_CHAT_FORMAT.equals(chatFormat) ? null : ChatTemplate.Format.parse(chatFormat);
