@@ -33,17 +33,14 @@ public class DeviceService {
     private static final Logger LOG = LoggerFactory.getLogger(DeviceService.class);
     private final DeviceRepository devices;
     private final BenchmarkTaskRepository tasks;
-    private final OutboxRepository outbox;
-    private final OutboxRelay relay;
+    private final Outbox outbox;
     private final Duration lease;
     private final int maxLeaseLosses;
 
-    DeviceService(DeviceRepository devices, BenchmarkTaskRepository tasks, OutboxRepository outbox, OutboxRelay relay,
-                  GatewayProperties settings) {
+    DeviceService(DeviceRepository devices, BenchmarkTaskRepository tasks, Outbox outbox, GatewayProperties settings) {
         this.devices = devices;
         this.tasks = tasks;
         this.outbox = outbox;
-        this.relay = relay;
         this.lease = settings.deviceLease();
         this.maxLeaseLosses = settings.maxAttempts();
     }
@@ -237,13 +234,7 @@ public class DeviceService {
 
     /** The runner's news goes out as a stage event through the outbox, with the task's new state. */
     private void emit(StageEvents.Event e) {
-        OutboxEntity m = new OutboxEntity();
-        m.topic = Topics.STAGE_EVENTS;
-        m.messageKey = e.jobId();
-        m.payload = ContractsJson.write(e);
-        m.createdAt = Instant.now();
-        outbox.save(m);
-        relay.afterCommit();
+        outbox.add(Topics.STAGE_EVENTS, e.jobId(), e);
     }
 
     static String selectorOf(String device) {

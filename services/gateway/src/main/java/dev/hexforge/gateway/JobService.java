@@ -42,10 +42,9 @@ public class JobService {
     private static final Logger LOG = LoggerFactory.getLogger(JobService.class);
     private final JobRepository jobs;
     private final AttemptRepository attempts;
-    private final OutboxRepository outbox;
+    private final Outbox outbox;
     private final Capabilities capabilities;
     private final UploadRepository uploads;
-    private final OutboxRelay relay;
     private final DeviceService devices;
     private final InputPolicy policy;
     private final ArtifactServiceClient artifacts;
@@ -59,8 +58,8 @@ public class JobService {
     private final SubmissionTimings timings;
     private final ModelConfigCache configs = new ModelConfigCache(256);
 
-    JobService(JobRepository jobs, AttemptRepository attempts, OutboxRepository outbox, Capabilities capabilities,
-               UploadRepository uploads, OutboxRelay relay, DeviceService devices, InputPolicy policy,
+    JobService(JobRepository jobs, AttemptRepository attempts, Outbox outbox, Capabilities capabilities,
+               UploadRepository uploads, DeviceService devices, InputPolicy policy,
                ArtifactServiceClient artifacts, GatewayProperties settings, ServiceMemory serviceMemory,
                SubmissionTimings timings) {
         this.timings = timings;
@@ -69,7 +68,6 @@ public class JobService {
         this.policy = policy;
         this.artifacts = artifacts;
         this.maxSequence = settings.limits().maxSequence();
-        this.relay = relay;
         this.devices = devices;
         this.uploads = uploads;
         this.jobs = jobs;
@@ -283,14 +281,8 @@ public class JobService {
                     DeviceService.selectorOf(b.device()));
             return;
         }
-        OutboxEntity m = new OutboxEntity();
-        m.topic = Topics.requests(stage);
-        m.messageKey = j.id.toString();
-        m.payload = ContractsJson.write(new StageEvents.StageRequest(StageEvents.SCHEMA_VERSION, j.id.toString(), a.id.toString(),
-                j.tenant, stage, spec, inputs, now));
-        m.createdAt = now;
-        outbox.save(m);
-        relay.afterCommit();
+        outbox.add(Topics.requests(stage), j.id.toString(), new StageEvents.StageRequest(StageEvents.SCHEMA_VERSION, j.id.toString(),
+                a.id.toString(), j.tenant, stage, spec, inputs, now));
     }
 
     /**
@@ -315,13 +307,7 @@ public class JobService {
         }
         if (e instanceof StageEvents.Completed c) {
             if (c.outputs() != null && !c.outputs().isEmpty()) { // for the catalogue, in this transaction
-                OutboxEntity accepted = new OutboxEntity();
-                accepted.topic = Topics.ACCEPTED_OUTPUTS;
-                accepted.messageKey = j.id.toString();
-                accepted.payload = ContractsJson.write(c);
-                accepted.createdAt = Instant.now();
-                outbox.save(accepted);
-                relay.afterCommit();
+                outbox.add(Topics.ACCEPTED_OUTPUTS, j.id.toString(), c);
             }
             if (outcome.next() != null) {
                 List<ArtifactRef> inputs = new ArrayList<>(c.outputs());
@@ -372,14 +358,8 @@ public class JobService {
     /** Tells every stage service to stop the attempt (through the outbox, with the transaction). */
     private void cancelAttempt(JobEntity j, UUID attempt) {
         devices.cancel(attempt);
-        OutboxEntity m = new OutboxEntity();
-        m.topic = Topics.CONTROL;
-        m.messageKey = j.id.toString();
-        m.payload = ContractsJson.write(new StageEvents.Cancel(StageEvents.SCHEMA_VERSION, j.id.toString(), attempt.toString(),
-                Instant.now()));
-        m.createdAt = Instant.now();
-        outbox.save(m);
-        relay.afterCommit();
+        outbox.add(Topics.CONTROL, j.id.toString(), new StageEvents.Cancel(StageEvents.SCHEMA_VERSION, j.id.toString(),
+                attempt.toString(), Instant.now()));
     }
 
     /** Re-runs the stage that failed (or was cancelled), feeding it the outputs of the stage before it. */
