@@ -1,6 +1,7 @@
 package dev.hexforge.gateway;
 
 import jakarta.persistence.Column;
+import jakarta.persistence.Embedded;
 import jakarta.persistence.Entity;
 import jakarta.persistence.EnumType;
 import jakarta.persistence.Enumerated;
@@ -42,12 +43,8 @@ public class AttemptEntity {
     /** The latest value of every metric the stage reported in its progress (loss, eval loss, tokens/s, ...). */
     @Column(columnDefinition = "text")
     String metrics;
-    @Column(name = "error_code")
-    String errorCode;
-    @Column(name = "error_message", columnDefinition = "text")
-    String errorMessage;
-    @Column(name = "error_hint", columnDefinition = "text")
-    String errorHint;
+    @Embedded
+    ErrorInfo error;
     @Column(name = "started_at", nullable = false)
     Instant startedAt;
     @Column(name = "updated_at", nullable = false)

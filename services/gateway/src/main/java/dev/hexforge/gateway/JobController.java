@@ -141,8 +141,8 @@ class JobController {
         m.put("currentStage", j.currentStage);
         m.put("createdAt", j.createdAt.toString());
         m.put("updatedAt", j.updatedAt.toString());
-        if (j.errorMessage != null) {
-            m.put("error", Map.of("code", j.errorCode, "message", j.errorMessage, "hint", j.errorHint == null ? "" : j.errorHint));
+        if (j.error != null && j.error.message != null) {
+            m.put("error", j.error.view());
         }
         if (withAttempts) {
             m.put("spec", ContractsJson.MAPPER.convertValue(ContractsJson.read(j.spec, JobSpec.class), new TypeReference<Map<String, Object>>() { }));
@@ -162,8 +162,8 @@ class JobController {
                 v.put("outputs", a.outputs == null ? List.of() : ContractsJson.read(a.outputs, List.class));
                 v.put("report", a.report == null ? Map.of() : ContractsJson.read(a.report, Map.class));
                 v.put("metrics", a.metrics == null ? Map.of() : ContractsJson.read(a.metrics, Map.class));
-                if (a.errorMessage != null) {
-                    v.put("error", Map.of("code", a.errorCode, "message", a.errorMessage, "hint", a.errorHint == null ? "" : a.errorHint));
+                if (a.error != null && a.error.message != null) {
+                    v.put("error", a.error.view());
                 }
                 return v;
             }).toList();

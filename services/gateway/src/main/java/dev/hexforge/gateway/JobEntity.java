@@ -1,6 +1,7 @@
 package dev.hexforge.gateway;
 
 import jakarta.persistence.Column;
+import jakarta.persistence.Embedded;
 import jakarta.persistence.Entity;
 import jakarta.persistence.EnumType;
 import jakarta.persistence.Enumerated;
@@ -33,12 +34,8 @@ public class JobEntity {
     String currentStage;
     @Column(name = "current_attempt")
     UUID currentAttempt;
-    @Column(name = "error_code")
-    String errorCode;
-    @Column(name = "error_message", columnDefinition = "text")
-    String errorMessage;
-    @Column(name = "error_hint", columnDefinition = "text")
-    String errorHint;
+    @Embedded
+    ErrorInfo error;
     @Column(name = "created_at", nullable = false)
     Instant createdAt;
     @Column(name = "updated_at", nullable = false)

@@ -341,7 +341,7 @@ public class JobService {
             AttemptEntity a = attempts.findById(UUID.fromString(e.attemptId())).orElse(null);
             if (JobStateMachine.unprocessable(j, a, e, reason, Topics.STAGE_EVENTS_DEAD, Instant.now())) {
                 cancelAttempt(j, j.currentAttempt); // a service still running it stops; its events would be ignored anyway
-                LOG.warn("job {} failed: {}", j.id, j.errorMessage);
+                LOG.warn("job {} failed: {}", j.id, j.error == null ? null : j.error.message);
             }
         });
     }

@@ -105,9 +105,7 @@ final class JobStateMachine {
         StageEvents.Failed f = (StageEvents.Failed) e;
         a.state = AttemptEntity.State.FAILED;
         a.finishedAt = now;
-        a.errorCode = f.error().code();
-        a.errorMessage = f.error().message();
-        a.errorHint = f.error().hint();
+        a.error = new ErrorInfo(f.error().code(), f.error().message(), f.error().hint());
         a.report = ContractsJson.write(f.report());
         fail(j, f.error().code(), f.error().message(), f.error().hint(), now);
         return new Outcome(true, null);
@@ -127,8 +125,8 @@ final class JobStateMachine {
             a.state = AttemptEntity.State.FAILED;
             a.finishedAt = now;
             a.updatedAt = now;
-            a.errorCode = ErrorCode.EVENT_UNPROCESSABLE.name();
-            a.errorMessage = "the gateway could not apply the " + type + " event of this attempt: " + reason;
+            a.error = new ErrorInfo(ErrorCode.EVENT_UNPROCESSABLE.name(), "the gateway could not apply the " + type
+                    + " event of this attempt: " + reason, null);
         }
         fail(j, ErrorCode.EVENT_UNPROCESSABLE.name(), "the gateway could not apply the " + e.stage().id() + " service's " + type
                 + " event of attempt " + e.attemptId() + ": " + reason + "; the event is kept on " + deadLetterTopic,
@@ -163,9 +161,7 @@ final class JobStateMachine {
             throw new IllegalStateException("job " + j.id + " is " + j.state.name().toLowerCase() + "; only failed or cancelled jobs can be resumed");
         }
         j.state = JobEntity.State.RUNNING;
-        j.errorCode = null;
-        j.errorMessage = null;
-        j.errorHint = null;
+        j.error = null;
     }
 
     /**
@@ -185,22 +181,19 @@ final class JobStateMachine {
         a.state = AttemptEntity.State.FAILED;
         a.finishedAt = now;
         a.updatedAt = now;
-        a.errorCode = ErrorCode.STAGE_STALLED.name();
-        a.errorMessage = msg;
         if (a.attemptNo >= maxAttempts) {
-            a.errorHint = "check the " + a.stage + " service's logs and resources, then resume the job";
-            fail(j, a.errorCode, msg + "; gave up after " + a.attemptNo + " attempts", a.errorHint, now);
+            String hint = "check the " + a.stage + " service's logs and resources, then resume the job";
+            a.error = new ErrorInfo(ErrorCode.STAGE_STALLED.name(), msg, hint);
+            fail(j, ErrorCode.STAGE_STALLED.name(), msg + "; gave up after " + a.attemptNo + " attempts", hint, now);
             return Stall.GAVE_UP;
         }
-        a.errorHint = "re-dispatched as attempt " + (a.attemptNo + 1);
+        a.error = new ErrorInfo(ErrorCode.STAGE_STALLED.name(), msg, "re-dispatched as attempt " + (a.attemptNo + 1));
         return Stall.REDISPATCH;
     }
 
     private static void fail(JobEntity j, String code, String message, String hint, Instant now) {
         j.state = JobEntity.State.FAILED;
-        j.errorCode = code;
-        j.errorMessage = message;
-        j.errorHint = hint;
+        j.error = new ErrorInfo(code, message, hint);
         j.updatedAt = now;
     }
 }

@@ -828,11 +828,11 @@ class FleetIntegrationTest {
         JobRepository repo = gateway.getBean(JobRepository.class);
         JobEntity stale = repo.findById(java.util.UUID.fromString(id)).orElseThrow();
         JobEntity fresh = repo.findById(java.util.UUID.fromString(id)).orElseThrow();
-        fresh.errorHint = "first";
+        fresh.error = new ErrorInfo(null, null, "first");
         repo.save(fresh);
-        stale.errorHint = "second";
+        stale.error = new ErrorInfo(null, null, "second");
         assertThrows(org.springframework.dao.OptimisticLockingFailureException.class, () -> repo.save(stale));
-        assertEquals("first", repo.findById(java.util.UUID.fromString(id)).orElseThrow().errorHint);
+        assertEquals("first", repo.findById(java.util.UUID.fromString(id)).orElseThrow().error.hint);
         // a step that loses such a race is run again on fresh state
         int[] tries = {0};
         assertEquals("done", Conflicts.retry(() -> {

@@ -97,9 +97,9 @@ class JobStateMachineTest {
         JobStateMachine.apply(job, quantize, STAGES, failed(quantize), T0.plusSeconds(6));
         assertEquals(AttemptEntity.State.FAILED, quantize.state);
         assertEquals(JobEntity.State.FAILED, job.state);
-        assertEquals("MODEL_INVALID", job.errorCode);
-        assertEquals("no config.json", job.errorMessage);
-        assertEquals("upload a model folder", job.errorHint);
+        assertEquals("MODEL_INVALID", job.error.code);
+        assertEquals("no config.json", job.error.message);
+        assertEquals("upload a model folder", job.error.hint);
     }
 
     @Test
@@ -136,8 +136,7 @@ class JobStateMachineTest {
                 .contains("is failed; only running jobs can be cancelled"));
         JobStateMachine.resume(job);
         assertEquals(JobEntity.State.RUNNING, job.state);
-        assertNull(job.errorCode);
-        assertNull(job.errorMessage);
+        assertNull(job.error);
         JobStateMachine.cancel(job, null, T0);
         assertEquals(JobEntity.State.CANCELLED, job.state);
         JobStateMachine.resume(job);
@@ -151,8 +150,8 @@ class JobStateMachineTest {
         Duration silence = Duration.ofSeconds(90);
         assertEquals(JobStateMachine.Stall.REDISPATCH, JobStateMachine.stalled(job, quantize, silence, 2, T0));
         assertEquals(AttemptEntity.State.FAILED, quantize.state);
-        assertEquals("STAGE_STALLED", quantize.errorCode);
-        assertTrue(quantize.errorMessage.contains("no quantize service started the attempt within 90 s"), quantize.errorMessage);
+        assertEquals("STAGE_STALLED", quantize.error.code);
+        assertTrue(quantize.error.message.contains("no quantize service started the attempt within 90 s"), quantize.error.message);
         assertEquals(JobEntity.State.RUNNING, job.state);
         assertEquals(JobStateMachine.Stall.NOT_CURRENT, JobStateMachine.stalled(job, quantize, silence, 2, T0), "already failed");
 
@@ -160,17 +159,17 @@ class JobStateMachineTest {
         JobStateMachine.apply(job, second, STAGES, progress(second, 5, Map.of()), T0);
         assertEquals(JobStateMachine.Stall.GAVE_UP, JobStateMachine.stalled(job, second, silence, 2, T0));
         assertEquals(JobEntity.State.FAILED, job.state);
-        assertTrue(job.errorMessage.contains("no progress from the quantize service for 90 s")
-                && job.errorMessage.contains("gave up after 2 attempts"), job.errorMessage);
+        assertTrue(job.error.message.contains("no progress from the quantize service for 90 s")
+                && job.error.message.contains("gave up after 2 attempts"), job.error.message);
     }
 
     @Test
     void anEventTheGatewayCannotApplyFailsARunningJobNamingWhereTheEventIsKept() {
         assertTrue(JobStateMachine.unprocessable(job, quantize, completed(quantize, List.of(OUT)), "bad row", "dead.v1", T0));
         assertEquals(AttemptEntity.State.FAILED, quantize.state);
-        assertEquals("EVENT_UNPROCESSABLE", job.errorCode);
-        assertTrue(job.errorMessage.contains("completed event of attempt " + quantize.id) && job.errorMessage.contains("kept on dead.v1"),
-                job.errorMessage);
+        assertEquals("EVENT_UNPROCESSABLE", job.error.code);
+        assertTrue(job.error.message.contains("completed event of attempt " + quantize.id) && job.error.message.contains("kept on dead.v1"),
+                job.error.message);
         assertFalse(JobStateMachine.unprocessable(job, quantize, failed(quantize), "again", "dead.v1", T0), "the job ended already");
     }
 }
