@@ -42,7 +42,7 @@ class BenchmarkController {
             if (job == null || !job.tenant.equals(tenant) || a.report == null) {
                 continue;
             }
-            JobSpec spec = ContractsJson.read(job.spec, JobSpec.class);
+            JobSpec spec = job.spec();
             Map<?, ?> report = ContractsJson.read(a.report, Map.class);
             Object results = report.get("results");
             if (!(results instanceof List<?> list)) {

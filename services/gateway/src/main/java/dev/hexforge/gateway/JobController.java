@@ -3,7 +3,6 @@ package dev.hexforge.gateway;
 import com.fasterxml.jackson.core.type.TypeReference;
 import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.InvalidJobSpecException;
-import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.JobSpecReader;
 import dev.hexforge.store.ArtifactStore;
 import jakarta.servlet.http.HttpServletRequest;
@@ -17,7 +16,6 @@ import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestAttribute;
-import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
@@ -145,7 +143,7 @@ class JobController {
             m.put("error", j.error.view());
         }
         if (withAttempts) {
-            m.put("spec", ContractsJson.MAPPER.convertValue(ContractsJson.read(j.spec, JobSpec.class), new TypeReference<Map<String, Object>>() { }));
+            m.put("spec", ContractsJson.MAPPER.convertValue(j.spec(), new TypeReference<Map<String, Object>>() { }));
             List<Map<String, Object>> attempts = jobs.attempts(j.id).stream().map(a -> {
                 Map<String, Object> v = new LinkedHashMap<>();
                 v.put("id", a.id.toString());

@@ -1,5 +1,7 @@
 package dev.hexforge.gateway;
 
+import dev.hexforge.contracts.ContractsJson;
+import dev.hexforge.contracts.JobSpec;
 import jakarta.persistence.Column;
 import jakarta.persistence.Embedded;
 import jakarta.persistence.Entity;
@@ -7,6 +9,7 @@ import jakarta.persistence.EnumType;
 import jakarta.persistence.Enumerated;
 import jakarta.persistence.Id;
 import jakarta.persistence.Table;
+import jakarta.persistence.Transient;
 import jakarta.persistence.Version;
 
 import java.time.Instant;
@@ -27,6 +30,9 @@ public class JobEntity {
     String name;
     @Column(nullable = false, columnDefinition = "text")
     String spec;
+    /** The spec as read once for this row's instance: it never changes after submission. */
+    @Transient
+    private JobSpec parsed;
     @Column(nullable = false)
     @Enumerated(EnumType.STRING)
     State state;
@@ -40,4 +46,18 @@ public class JobEntity {
     Instant createdAt;
     @Column(name = "updated_at", nullable = false)
     Instant updatedAt;
+
+    /** The job's spec, read from its stored JSON once per loaded row. */
+    JobSpec spec() {
+        if (parsed == null) {
+            parsed = ContractsJson.read(spec, JobSpec.class);
+        }
+        return parsed;
+    }
+
+    /** Stores the validated spec (as JSON) and keeps it as given. */
+    void spec(JobSpec given) {
+        spec = ContractsJson.write(given);
+        parsed = given;
+    }
 }

@@ -121,7 +121,7 @@ public class JobService {
         j.id = UUID.randomUUID();
         j.tenant = tenant;
         j.name = spec.name() != null ? spec.name() : modelName.length() > 200 ? modelName.substring(0, 200) : modelName;
-        j.spec = ContractsJson.write(spec);
+        j.spec(spec);
         j.state = JobEntity.State.RUNNING;
         j.createdAt = now;
         j.updatedAt = now;
@@ -299,7 +299,7 @@ public class JobService {
         }
         AttemptEntity a = found.get();
         JobEntity j = job.get();
-        JobSpec spec = e instanceof StageEvents.Completed ? ContractsJson.read(j.spec, JobSpec.class) : null; // progress is frequent
+        JobSpec spec = e instanceof StageEvents.Completed ? j.spec() : null; // progress is frequent
         JobStateMachine.Outcome outcome = JobStateMachine.apply(j, a, spec == null ? List.of() : spec.stageList(), e, Instant.now());
         if (!outcome.applied()) {
             LOG.info("event {} for superseded attempt {} of job {} ignored", e.getClass().getSimpleName(), a.id, j.id);
@@ -369,7 +369,7 @@ public class JobService {
         JobStateMachine.resume(j);
         AttemptEntity last = attempts.findById(j.currentAttempt).orElseThrow();
         List<ArtifactRef> inputs = List.of(ContractsJson.read(last.inputs, ArtifactRef[].class));
-        dispatch(j, ContractsJson.read(j.spec, JobSpec.class), Stage.parse(last.stage), inputs);
+        dispatch(j, j.spec(), Stage.parse(last.stage), inputs);
         return j;
     }
 
@@ -395,7 +395,7 @@ public class JobService {
             return true;
         }
         LOG.info("job {}: {} attempt {} stalled; re-dispatching", j.id, a.stage, a.attemptNo);
-        dispatch(j, ContractsJson.read(j.spec, JobSpec.class), Stage.parse(a.stage), List.of(ContractsJson.read(a.inputs, ArtifactRef[].class)));
+        dispatch(j, j.spec(), Stage.parse(a.stage), List.of(ContractsJson.read(a.inputs, ArtifactRef[].class)));
         return true;
     }
 

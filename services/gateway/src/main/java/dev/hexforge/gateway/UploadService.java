@@ -6,7 +6,6 @@ import dev.hexforge.store.ArtifactStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Service;
-import org.springframework.util.unit.DataSize;
 
 import java.io.FilterInputStream;
 import java.io.IOException;
