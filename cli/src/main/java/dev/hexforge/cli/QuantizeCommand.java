@@ -85,7 +85,7 @@ final class QuantizeCommand implements Callable<Integer> {
         JobSpec job = SpecOptions.spec(spec, List.of("quantize", "export"), sym || asym ? Map.of("quantize.symmetric", sym) : Map.of());
         ExportPass.Options export = exportFlags.options(job);
         Path bundled = Files.createTempDirectory("hexforge-bundled");
-        QuantizePass.Result r;
+        QuantizePipeline.Result r;
         ExportPass.Result exported = null;
         try (ProgressBar bar = new ProgressBar("quantize")) {
             Path calibration = calib != null ? calib : BundledData.calibration(bundled);

@@ -7,7 +7,6 @@ import dev.hexforge.onnx.export.Variant;
 import dev.hexforge.onnx.qdq.Activations;
 import dev.hexforge.progress.Progress;
 import dev.hexforge.quant.QuantSpec;
-import dev.hexforge.quant.QuantizationReport;
 import dev.hexforge.quant.QuantizeOptions;
 import dev.hexforge.quant.QuantizePipeline;
 import dev.hexforge.quant.gptq.Gptq;
@@ -22,26 +21,6 @@ import java.nio.file.Path;
  */
 public final class QuantizePass {
     public static final String KIND = "quantized-checkpoint";
-
-    /** The gate's outcome and the quantized checkpoint (absent when the gate failed). */
-    public record Result(QuantizationReport report, Path checkpoint) {
-        public boolean passed() {
-            return report.gatePassed();
-        }
-
-        /** What a user reads when the gate failed: the rise, the limit and the worst layers. */
-        public String gateMessage() {
-            QuantizationReport.Activations a = report.activations();
-            if (a != null && a.deltaPerplexity() > report.deltaPerplexity()) {
-                return String.format("%s perplexity rose by %.4f (%.4f -> %.4f; weights only: %.4f), more than the allowed %.4f; "
-                                + "worst layers: %s", a.precision(), a.deltaPerplexity(), report.floatPerplexity(), a.perplexity(),
-                        report.deltaPerplexity(), report.maxDeltaPerplexity(), report.worstLayers());
-            }
-            return String.format("perplexity rose by %.4f (%.4f -> %.4f), more than the allowed %.4f; worst layers: %s",
-                    report.deltaPerplexity(), report.floatPerplexity(), report.quantizedPerplexity(), report.maxDeltaPerplexity(),
-                    report.worstLayers());
-        }
-    }
 
     private QuantizePass() {
     }
@@ -93,13 +72,12 @@ public final class QuantizePass {
     }
 
     /** Quantizes {@code model} into {@code out}: the report, and the checkpoint when the gate passed. */
-    public static Result run(Path model, QuantizeOptions options, Path out, Progress progress) {
+    public static QuantizePipeline.Result run(Path model, QuantizeOptions options, Path out, Progress progress) {
         try (Checkpoint ckpt = Checkpoint.open(model)) {
             QuantizeOptions.Calibration cal = options.calibration();
             MemoryPlan.require(MemoryPlan.quantize(ckpt.config(), options.method(), cal == null ? 0 : cal.samples(),
                     cal == null ? 0 : cal.length(), options.autoKeepPercent() > 0, Runtime.getRuntime().availableProcessors()));
-            QuantizePipeline.Result r = QuantizePipeline.run(ckpt, options, out, progress);
-            return new Result(r.report(), r.checkpoint());
+            return QuantizePipeline.run(ckpt, options, out, progress);
         }
     }
 }

@@ -59,7 +59,24 @@ public final class QuantizePipeline {
     private static final int REPORT_PIECE = 1 << 14;
 
     /** The outcome: the report, and the quantized checkpoint written (null when the gate failed). */
+    /** The gate's outcome and the quantized checkpoint (absent when the gate failed). */
     public record Result(QuantizationReport report, Path checkpoint) {
+        public boolean passed() {
+            return report.gatePassed();
+        }
+
+        /** What a user reads when the gate failed: the rise, the limit and the worst layers. */
+        public String gateMessage() {
+            QuantizationReport.Activations a = report.activations();
+            if (a != null && a.deltaPerplexity() > report.deltaPerplexity()) {
+                return String.format("%s perplexity rose by %.4f (%.4f -> %.4f; weights only: %.4f), more than the allowed %.4f; "
+                                + "worst layers: %s", a.precision(), a.deltaPerplexity(), report.floatPerplexity(), a.perplexity(),
+                        report.deltaPerplexity(), report.maxDeltaPerplexity(), report.worstLayers());
+            }
+            return String.format("perplexity rose by %.4f (%.4f -> %.4f), more than the allowed %.4f; worst layers: %s",
+                    report.deltaPerplexity(), report.floatPerplexity(), report.quantizedPerplexity(), report.maxDeltaPerplexity(),
+                    report.worstLayers());
+        }
     }
 
     private QuantizePipeline() {

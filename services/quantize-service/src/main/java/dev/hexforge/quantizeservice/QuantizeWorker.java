@@ -8,6 +8,7 @@ import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.pass.QuantizePass;
 import dev.hexforge.quant.BundledData;
+import dev.hexforge.quant.QuantizePipeline;
 import dev.hexforge.stage.Attempt;
 import dev.hexforge.stage.StageFailure;
 import dev.hexforge.stage.StageServiceProperties;
@@ -38,7 +39,7 @@ class QuantizeWorker extends StageWorker {
     protected StageEvents.Completed run(Attempt a) {
         JobSpec.Quantize q = a.spec().quantize();
         Path calib = q.calibration() != null ? a.input("quantize.calibration", q.calibration()) : BundledData.calibration(work());
-        QuantizePass.Result r = QuantizePass.run(a.model(), QuantizePass.options(a.spec(), calib, BundledData.evalText(work()), work().resolve("cache")),
+        QuantizePipeline.Result r = QuantizePass.run(a.model(), QuantizePass.options(a.spec(), calib, BundledData.evalText(work()), work().resolve("cache")),
                 a.dir().resolve("out"), (what, done, total) -> a.progress(total == 0 ? 0 : 90.0 * done / total, what, Map.of(), false));
         Map<String, Object> report = ContractsJson.MAPPER.convertValue(r.report(), new TypeReference<Map<String, Object>>() { });
         if (!r.passed()) {
