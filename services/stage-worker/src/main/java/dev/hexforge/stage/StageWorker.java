@@ -4,7 +4,6 @@ import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.ErrorCode;
 import dev.hexforge.contracts.HexforgeException;
 import dev.hexforge.contracts.InputPolicy;
-import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.contracts.Topics;
@@ -21,21 +20,12 @@ import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.kafka.listener.MessageListenerContainer;
 import org.springframework.kafka.support.Acknowledgment;
 
-import java.io.IOException;
-import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.security.DigestInputStream;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.HexFormat;
-import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
@@ -69,7 +59,7 @@ public abstract class StageWorker implements DisposableBean {
     private final Duration progressInterval;
     private final ArchiveCache archives;
     private final StageEventSender events;
-    private final ConcurrentHashMap<String, AttemptImpl> running = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, AttemptRun> running = new ConcurrentHashMap<>();
     private final AtomicInteger inFlight = new AtomicInteger();
     private int threads = StageServiceProperties.Worker.DEFAULTS.threads();
     private Duration heartbeat = StageServiceProperties.Worker.DEFAULTS.heartbeat();
@@ -120,7 +110,7 @@ public abstract class StageWorker implements DisposableBean {
                 return t;
             });
             long every = Math.max(100, heartbeat.toMillis() / 2);
-            beats.scheduleWithFixedDelay(() -> running.values().forEach(AttemptImpl::beat), every, every, TimeUnit.MILLISECONDS);
+            beats.scheduleWithFixedDelay(() -> running.values().forEach(AttemptRun::beat), every, every, TimeUnit.MILLISECONDS);
         }
         return pool;
     }
@@ -208,11 +198,10 @@ public abstract class StageWorker implements DisposableBean {
 
     /** Stops an attempt this instance is running (no-op otherwise): it ends at its next progress report. */
     public void cancel(String attemptId) {
-        AttemptImpl a = running.get(attemptId);
+        AttemptRun a = running.get(attemptId);
         if (a != null) {
             LOG.info("{} attempt {} cancelled", stage.id(), attemptId);
-            a.cancelled = true;
-            a.thread.interrupt();
+            a.cancel();
         }
     }
 
@@ -266,6 +255,26 @@ public abstract class StageWorker implements DisposableBean {
         return store;
     }
 
+    Duration heartbeat() {
+        return heartbeat;
+    }
+
+    Duration progressInterval() {
+        return progressInterval;
+    }
+
+    StageEventSender events() {
+        return events;
+    }
+
+    ArchiveCache archives() {
+        return archives;
+    }
+
+    InputPolicy inputs() {
+        return inputs;
+    }
+
     /**
      * Runs one request to its end and reports it. True when it is settled: its completed or failed event is with the
      * broker (or there was nothing to report), so its offset may be committed; false when this worker was stopped
@@ -303,7 +312,7 @@ public abstract class StageWorker implements DisposableBean {
             }
             Folders.deleteTree(dir);
             Files.createDirectories(dir);
-            AttemptImpl attempt = new AttemptImpl(req, dir);
+            AttemptRun attempt = new AttemptRun(this, req, dir);
             running.put(req.attemptId(), attempt);
             attempt.progress(0, startMessage(req), Map.of(), true);
             StageEvents.Completed done = run(attempt);
@@ -324,8 +333,8 @@ public abstract class StageWorker implements DisposableBean {
             LOG.info("{} attempt {} failed: {}", stage.id(), req.attemptId(), f.getMessage());
             fail(req, f.error(), f.report());
         } catch (Exception e) {
-            AttemptImpl a = running.get(req.attemptId());
-            if (a != null && a.cancelled) { // interrupted mid-I/O by the cancellation
+            AttemptRun a = running.get(req.attemptId());
+            if (a != null && a.cancelled()) { // interrupted mid-I/O by the cancellation
                 LOG.info("{} attempt {} stopped: the job was cancelled ({})", stage.id(), req.attemptId(), e.getMessage());
                 return;
             }
@@ -393,164 +402,6 @@ public abstract class StageWorker implements DisposableBean {
     static final class AttemptCancelledException extends RuntimeException {
         AttemptCancelledException(String attemptId) {
             super("attempt " + attemptId + " was cancelled");
-        }
-    }
-
-    private final class AttemptImpl implements Attempt {
-        private final StageEvents.StageRequest req;
-        private final Path dir;
-        private final Thread thread = Thread.currentThread();
-        private volatile long lastProgress;
-        private volatile long lastSent;
-        private volatile String lastMessage = "";
-        private volatile boolean cancelled;
-        private Path model;
-
-        AttemptImpl(StageEvents.StageRequest req, Path dir) {
-            this.req = req;
-            this.dir = dir;
-        }
-
-        void checkCancelled() {
-            if (cancelled) {
-                throw new AttemptCancelledException(req.attemptId());
-            }
-        }
-
-        /** Repeats the last progress when nothing was sent for a heartbeat interval (from the heartbeat thread). */
-        void beat() {
-            if (!cancelled && System.nanoTime() - lastSent >= heartbeat.toNanos()) {
-                emit(-1, lastMessage, Map.of());
-            }
-        }
-
-        private void emit(double percent, String message, Map<String, Double> metrics) {
-            lastSent = System.nanoTime();
-            events.tell(req.jobId(), ContractsJson.write(new StageEvents.Progress(StageEvents.SCHEMA_VERSION, req.jobId(),
-                    req.attemptId(), stage, Instant.now(), percent, message, metrics)));
-        }
-
-        @Override
-        public StageEvents.StageRequest request() {
-            return req;
-        }
-
-        @Override
-        public Path dir() {
-            return dir;
-        }
-
-        @Override
-        public Path model() {
-            if (model != null) {
-                return model;
-            }
-            Optional<StageEvents.ArtifactRef> previous = req.inputs().stream().filter(i -> !StageEvents.isJobInput(i.kind())).findFirst();
-            if (previous.isPresent()) {
-                Path in = dir.resolve("in").resolve("model"); // a stable name: exports record it
-                fetchFolder(previous.get().sha256(), in);
-                model = in;
-            } else {
-                model = baseModel();
-            }
-            return model;
-        }
-
-        @Override
-        public Path baseModel() {
-            Optional<StageEvents.ArtifactRef> ref = req.inputs().stream()
-                    .filter(i -> i.kind().equals(StageEvents.MODEL_ARCHIVE) || i.kind().equals(StageEvents.BASE_MODEL)).findFirst();
-            if (ref.isPresent() && ref.get().kind().equals(StageEvents.MODEL_ARCHIVE)) {
-                return retrying(() -> archives.unpacked(ref.get()));
-            }
-            if (ref.isPresent()) { // an artifact of the tenant's, checked by the gateway
-                Path in = dir.resolve("in").resolve("base-model");
-                if (!Files.isDirectory(in)) {
-                    fetchFolder(ref.get().sha256(), in);
-                }
-                return in;
-            }
-            if (req.spec().model().path() == null) {
-                throw new IllegalArgumentException("model: the request names no input for it (" + req.spec().model().describe() + ")");
-            }
-            return inputs.resolve("model.path", req.spec().model().path(), true);
-        }
-
-        @Override
-        public Path input(String field, JobSpec.Input value) {
-            if (value.path() != null) {
-                return inputs.resolve(field + ".path", value.path(), false);
-            }
-            StageEvents.ArtifactRef ref = req.inputs().stream().filter(i -> StageEvents.isInputFor(i.kind(), field)).findFirst()
-                    .orElseThrow(() -> new IllegalArgumentException(field + ": the request carries no upload for it"));
-            Path file = dir.resolve("inputs").resolve(StageEvents.inputFileName(ref.kind()));
-            return retrying(() -> fetchUpload(ref, file));
-        }
-
-        private Path fetchUpload(StageEvents.ArtifactRef ref, Path file) {
-            try {
-                Files.createDirectories(file.getParent());
-                MessageDigest md = MessageDigest.getInstance("SHA-256");
-                try (InputStream in = new DigestInputStream(store.getStream(ref.key()), md)) {
-                    Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
-                }
-                String got = HexFormat.of().formatHex(md.digest());
-                if (!got.equals(ref.sha256())) {
-                    throw new ArtifactStore.StoreException("upload " + ref.id() + " is corrupt in storage: sha256 " + got
-                            + ", uploaded as " + ref.sha256());
-                }
-                return file;
-            } catch (IOException | NoSuchAlgorithmException e) {
-                throw new ArtifactStore.StoreException("reading upload " + ref.id() + ": " + e.getMessage(), e);
-            }
-        }
-
-        @Override
-        public void progress(double percent, String message, Map<String, Double> metrics, boolean force) {
-            checkCancelled();
-            lastMessage = message;
-            long now = System.nanoTime();
-            if (!force && now - lastProgress < progressInterval.toNanos()) {
-                return;
-            }
-            lastProgress = now;
-            emit(percent, message, metrics);
-        }
-
-        @Override
-        public ArtifactStore store() {
-            return store;
-        }
-
-        @Override
-        public StageEvents.ArtifactRef storeOutput(Path folder, String kind) {
-            ArtifactStore.StoredFolder stored = retrying(() -> store.putFolder(folder));
-            return new StageEvents.ArtifactRef(StageEvents.artifactId(req.attemptId(), stored.sha256()), kind, stored.sha256(),
-                    stored.size(), stored.key());
-        }
-
-        /** A stored folder into {@code into}, afresh on each try (a try cut short leaves files behind). */
-        private void fetchFolder(String manifestSha, Path into) {
-            retrying(() -> {
-                Folders.deleteQuietly(into);
-                return store.getFolder(manifestSha, into);
-            });
-        }
-
-        /** A transfer with the object store, tried again while it does not answer; the progress says why the attempt waits. */
-        private <T> T retrying(Supplier<T> transfer) {
-            return retryWhileAway(transfer, () -> progress(-1, "the object store does not answer; trying again", Map.of(), true));
-        }
-
-        @Override
-        public <T> T whileAway(Supplier<T> call) {
-            return retryWhileAway(call, () -> progress(-1, "a service this stage needs does not answer; trying again", Map.of(), true));
-        }
-
-        @Override
-        public StageEvents.Completed completed(List<StageEvents.ArtifactRef> outputs, Map<String, Object> report) {
-            return new StageEvents.Completed(StageEvents.SCHEMA_VERSION, req.jobId(), req.attemptId(), req.tenant(), stage, Instant.now(),
-                    outputs, report);
         }
     }
 }
