@@ -1,15 +1,12 @@
 package dev.hexforge.devicerunner.adb;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.hexforge.compile.QnnTriage;
 import dev.hexforge.compile.Soc;
 import dev.hexforge.contracts.BenchmarkResult;
-import dev.hexforge.devicerunner.Backend;
 import dev.hexforge.devicerunner.SignedBundle;
 import dev.hexforge.eval.DeviceReference;
 import dev.hexforge.eval.Perplexity;
-import dev.hexforge.io.Folders;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.runtime.StaticInputs;
 
@@ -43,22 +40,14 @@ import java.util.concurrent.TimeUnit;
  * current × voltage sampled during the token run (only when the phone is not charging), the thermal state
  * {@code dumpsys thermalservice}'s status after the runs.
  */
-public final class AdbQnnBackend implements Backend {
+public final class AdbQnnBackend extends PhoneBackend {
     public static final String NAME = "adb-qnn";
     public static final String TARGET = "qnn-context-binary";
     public static final String REMOTE_BASE = "/data/local/tmp/hexforge/";
-    private static final ObjectMapper JSON = new ObjectMapper();
-    private final Adb adb;
-    private final Phone phone;
-    private final Path sdk;
-    private final PhoneReadings readings;
 
     /** @param sdk the QNN SDK (QAIRT) root on this host: the phone's runtime is pushed from it, its profile viewer run here */
     public AdbQnnBackend(Adb adb, Phone phone, Path sdk) {
-        this.adb = adb;
-        this.phone = phone;
-        this.sdk = sdk;
-        this.readings = new PhoneReadings(adb, phone);
+        super(adb, phone, sdk);
     }
 
     @Override
@@ -68,17 +57,12 @@ public final class AdbQnnBackend implements Backend {
 
     @Override
     public BenchmarkResult run(SignedBundle bundle, int promptLength, int newTokens, DeviceReference reference) {
-        JsonNode manifest = manifest(bundle.dir());
+        JsonNode manifest = manifest(bundle.dir(), TARGET, TARGET + " bundles", 5000);
         int arch = manifest.path("htpArch").asInt();
-        String builtFor = manifest.path("soc").asText();
-        if (phone.soc() != null && !phone.soc().equalsIgnoreCase(builtFor)) {
-            throw new IllegalArgumentException("the bundle's context binaries were built for " + builtFor + " but " + phone.describe()
-                    + " is " + phone.soc() + " (QNN would fail with error 5000): compile with compile.soc: " + phone.soc());
-        }
         Map<String, String> graphFiles = Map.of("prompt", graphFile(manifest, "prompt"), "token", graphFile(manifest, "token"));
         ExportInfo info = ExportInfo.read(bundle.dir());
         Map<String, String> notAvailable = new LinkedHashMap<>();
-        String remote = REMOTE_BASE + bundle.dir().getFileName().toString().replaceAll("[^A-Za-z0-9._-]", "_");
+        String remote = remote(bundle);
         Path stage = null;
         try {
             stage = Files.createTempDirectory("hexforge-adb-qnn");
@@ -147,14 +131,7 @@ public final class AdbQnnBackend implements Backend {
         } catch (IOException e) {
             throw new UncheckedIOException("staging the adb-qnn run: " + e.getMessage(), e);
         } finally {
-            try {
-                adb.shell(phone.serial(), "rm -rf " + remote, 60);
-            } catch (AdbException ignored) {
-                // the phone went away; nothing is left to clean on this side
-            }
-            if (stage != null) {
-                Folders.deleteQuietly(stage);
-            }
+            cleanUp(remote, stage);
         }
     }
 
@@ -241,30 +218,10 @@ public final class AdbQnnBackend implements Backend {
 
     private List<Path> runtime(int arch) {
         Path android = sdk.resolve("lib").resolve("aarch64-android");
-        List<Path> files = List.of(sdk.resolve("bin/aarch64-android/qnn-net-run"), android.resolve("libQnnHtp.so"),
+        return sdkFiles(List.of(sdk.resolve("bin/aarch64-android/qnn-net-run"), android.resolve("libQnnHtp.so"),
                 android.resolve("libQnnSystem.so"), android.resolve("libQnnHtpV" + arch + "Stub.so"),
-                sdk.resolve("lib/hexagon-v" + arch + "/unsigned/libQnnHtpV" + arch + "Skel.so"));
-        for (Path f : files) {
-            if (!Files.isRegularFile(f)) {
-                throw new IllegalStateException("the QNN SDK at " + sdk + " has no " + sdk.relativize(f) + " (needed to run HTP v" + arch
-                        + " contexts on the phone): install a QAIRT SDK with Android and Hexagon v" + arch + " libraries");
-            }
-        }
-        return files;
-    }
-
-    private static JsonNode manifest(Path dir) {
-        Path file = dir.resolve("manifest.json");
-        try {
-            JsonNode m = Files.isRegularFile(file) ? JSON.readTree(file.toFile()) : null;
-            String target = m == null ? "an export without a compile stage" : m.path("target").asText();
-            if (!TARGET.equals(target)) {
-                throw new IllegalArgumentException(NAME + " runs " + TARGET + " bundles (compile.target: " + TARGET + "); this one is " + target);
-            }
-            return m;
-        } catch (IOException e) {
-            throw new UncheckedIOException("reading " + file + ": " + e.getMessage(), e);
-        }
+                sdk.resolve("lib/hexagon-v" + arch + "/unsigned/libQnnHtpV" + arch + "Skel.so")), "run HTP v" + arch
+                + " contexts on the phone", "Android and Hexagon v" + arch + " libraries");
     }
 
     private static String graphFile(JsonNode manifest, String graph) {

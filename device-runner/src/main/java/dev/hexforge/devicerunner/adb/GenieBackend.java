@@ -1,7 +1,6 @@
 package dev.hexforge.devicerunner.adb;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hexforge.compile.QnnTriage;
 import dev.hexforge.compile.Soc;
@@ -9,17 +8,14 @@ import dev.hexforge.compile.genie.GenieConfig;
 import dev.hexforge.compile.genie.GenieConfigRules;
 import dev.hexforge.compile.genie.HtpExtConfig;
 import dev.hexforge.contracts.BenchmarkResult;
-import dev.hexforge.devicerunner.Backend;
 import dev.hexforge.devicerunner.SignedBundle;
 import dev.hexforge.eval.DeviceReference;
-import dev.hexforge.io.Folders;
 import dev.hexforge.tokenizer.Tokenizer;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -37,22 +33,14 @@ import java.util.Map;
  * Genie returns text, not logits, so no perplexity. A failed run's output goes through {@link QnnTriage} (5000: the
  * phone's QAIRT older than the bundle's; 5005: another SoC; 1002 / VTCM: memory).
  */
-public final class GenieBackend implements Backend {
+public final class GenieBackend extends PhoneBackend {
     public static final String NAME = "genie";
     public static final String TARGET = "genie";
     public static final String TOOL = "genie-t2t-run";
-    private static final ObjectMapper JSON = new ObjectMapper();
-    private final Adb adb;
-    private final Phone phone;
-    private final Path sdk;
-    private final PhoneReadings readings;
 
     /** @param sdk the QAIRT SDK root on this host: the phone's runtime is pushed from it */
     public GenieBackend(Adb adb, Phone phone, Path sdk) {
-        this.adb = adb;
-        this.phone = phone;
-        this.sdk = sdk;
-        this.readings = new PhoneReadings(adb, phone);
+        super(adb, phone, sdk);
     }
 
     /** Whether the SDK at {@code sdk} has Genie for Android (the tool and its library). */
@@ -69,11 +57,11 @@ public final class GenieBackend implements Backend {
     @Override
     public BenchmarkResult run(SignedBundle bundle, int promptLength, int newTokens, DeviceReference reference) {
         Path dir = bundle.dir();
-        JsonNode manifest = manifest(dir);
-        String builtFor = manifest.path("soc").asText();
-        if (phone.soc() != null && !phone.soc().equalsIgnoreCase(builtFor)) {
-            throw new IllegalArgumentException("the bundle's context binaries were built for " + builtFor + " but " + phone.describe()
-                    + " is " + phone.soc() + " (Genie would fail with error 5005): compile with compile.soc: " + phone.soc());
+        JsonNode manifest = manifest(dir, TARGET, "Genie bundles", 5005);
+        for (String f : List.of(GenieConfig.FILE, HtpExtConfig.FILE, GenieConfig.TOKENIZER)) {
+            if (!Files.isRegularFile(dir.resolve(f))) {
+                throw new IllegalArgumentException("the Genie bundle has no " + f);
+            }
         }
         int arch = manifest.path("htpArch").asInt();
         int context = manifest.path("contextLength").asInt();
@@ -84,7 +72,7 @@ public final class GenieBackend implements Backend {
         Map<String, String> notAvailable = new LinkedHashMap<>();
         notAvailable.put("perplexity", "genie-t2t-run returns text, not logits");
         notAvailable.put("referencePerplexity", "genie-t2t-run returns text, not logits");
-        String remote = AdbQnnBackend.REMOTE_BASE + dir.getFileName().toString().replaceAll("[^A-Za-z0-9._-]", "_");
+        String remote = remote(bundle);
         Path stage = null;
         try (Tokenizer tok = Tokenizer.load(dir)) {
             stage = Files.createTempDirectory("hexforge-genie");
@@ -147,14 +135,7 @@ public final class GenieBackend implements Backend {
         } catch (IOException e) {
             throw new UncheckedIOException("staging the genie run: " + e.getMessage(), e);
         } finally {
-            try {
-                adb.shell(phone.serial(), "rm -rf " + remote, 60);
-            } catch (AdbException ignored) {
-                // the phone went away; nothing is left to clean on this side
-            }
-            if (stage != null) {
-                Folders.deleteQuietly(stage);
-            }
+            cleanUp(remote, stage);
         }
     }
 
@@ -216,35 +197,10 @@ public final class GenieBackend implements Backend {
 
     private List<Path> runtime(int arch) {
         Path android = sdk.resolve("lib").resolve("aarch64-android");
-        List<Path> files = List.of(sdk.resolve("bin/aarch64-android").resolve(TOOL), android.resolve("libGenie.so"),
+        return sdkFiles(List.of(sdk.resolve("bin/aarch64-android").resolve(TOOL), android.resolve("libGenie.so"),
                 android.resolve("libQnnHtp.so"), android.resolve("libQnnSystem.so"), android.resolve("libQnnHtpNetRunExtensions.so"),
-                android.resolve("libQnnHtpV" + arch + "Stub.so"), sdk.resolve("lib/hexagon-v" + arch + "/unsigned/libQnnHtpV" + arch + "Skel.so"));
-        for (Path f : files) {
-            if (!Files.isRegularFile(f)) {
-                throw new IllegalStateException("the QAIRT SDK at " + sdk + " has no " + sdk.relativize(f) + " (needed to run a Genie bundle for "
-                        + "HTP v" + arch + " on the phone): install a QAIRT SDK with Genie, Android and Hexagon v" + arch + " libraries");
-            }
-        }
-        return files;
-    }
-
-    private static JsonNode manifest(Path dir) {
-        Path file = dir.resolve("manifest.json");
-        try {
-            JsonNode m = Files.isRegularFile(file) ? JSON.readTree(file.toFile()) : null;
-            String target = m == null ? "an export without a compile stage" : m.path("target").asText();
-            if (!TARGET.equals(target)) {
-                throw new IllegalArgumentException(NAME + " runs Genie bundles (compile.target: " + TARGET + "); this one is " + target);
-            }
-            for (String f : List.of(GenieConfig.FILE, HtpExtConfig.FILE, GenieConfig.TOKENIZER)) {
-                if (!Files.isRegularFile(dir.resolve(f))) {
-                    throw new IllegalArgumentException("the Genie bundle has no " + f);
-                }
-            }
-            return m;
-        } catch (IOException e) {
-            throw new UncheckedIOException("reading " + file + ": " + e.getMessage(), e);
-        }
+                android.resolve("libQnnHtpV" + arch + "Stub.so"), sdk.resolve("lib/hexagon-v" + arch + "/unsigned/libQnnHtpV" + arch + "Skel.so")),
+                "run a Genie bundle for HTP v" + arch + " on the phone", "Genie, Android and Hexagon v" + arch + " libraries");
     }
 
     /** One run on the phone; what it printed, or a failure explained where the triage knows it. */

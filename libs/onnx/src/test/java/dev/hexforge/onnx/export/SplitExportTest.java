@@ -50,17 +50,7 @@ class SplitExportTest {
 
         try (CausalLm lm = OnnxLm.open(split, 1); SafetensorsFile ref = SafetensorsFile.open(Fixtures.reference("logits.safetensors"))) {
             for (String key : new String[]{"en", "zh", "chatml"}) {
-                long[] l = new long[(int) ref.info(key + ".input_ids").numel()];
-                ref.bytes(key + ".input_ids").asLongBuffer().get(l);
-                int[] ids = Arrays.stream(l).mapToInt(x -> (int) x).toArray();
-                float[] expected = ref.floats(key + ".logits");
-                float[][] got = lm.start(ids.length).appendAll(ids);
-                float max = 0;
-                for (int t = 0; t < ids.length; t++) {
-                    for (int i = 0; i < got[t].length; i++) {
-                        max = Math.max(max, Math.abs(got[t][i] - expected[t * got[t].length + i]));
-                    }
-                }
+                float max = maxLogitError(lm, ref, key);
                 assertTrue(max <= 1e-4f, key + ": max |dlogit| " + max);
             }
             for (JsonNode p : Fixtures.json(Fixtures.reference("reference.json")).path("prompts")) {
@@ -75,6 +65,22 @@ class SplitExportTest {
                         p.path("name").asText() + ": prompt graph parts, then token graph parts");
             }
         }
+    }
+
+    /** The largest difference between the model's logits for the reference prompt {@code key} and the reference's. */
+    static float maxLogitError(CausalLm lm, SafetensorsFile ref, String key) {
+        long[] l = new long[(int) ref.info(key + ".input_ids").numel()];
+        ref.bytes(key + ".input_ids").asLongBuffer().get(l);
+        int[] ids = Arrays.stream(l).mapToInt(x -> (int) x).toArray();
+        float[] expected = ref.floats(key + ".logits");
+        float[][] got = lm.start(ids.length).appendAll(ids);
+        float max = 0;
+        for (int t = 0; t < ids.length; t++) {
+            for (int i = 0; i < got[t].length; i++) {
+                max = Math.max(max, Math.abs(got[t][i] - expected[t * got[t].length + i]));
+            }
+        }
+        return max;
     }
 
     @Test
