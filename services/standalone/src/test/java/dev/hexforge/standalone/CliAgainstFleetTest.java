@@ -30,13 +30,23 @@ class CliAgainstFleetTest {
 
     @BeforeAll
     static void up() throws Exception {
-        fleet = Standalone.start(home, EmbeddedInfra.Ports.anyFree(), 0);
-        System.setProperty("hexforge.url", fleet.gatewayUrl());
-        System.setProperty("hexforge.token", Files.readString(Standalone.tokenFile(home)).strip());
+        fleet = start(home);
     }
 
     @AfterAll
     static void down() {
+        stop(fleet);
+    }
+
+    /** A standalone fleet in {@code home}, the CLI's commands pointed at it with its first API token. */
+    static Standalone start(Path home) throws Exception {
+        Standalone started = Standalone.start(home, EmbeddedInfra.Ports.anyFree(), 0);
+        System.setProperty("hexforge.url", started.gatewayUrl());
+        System.setProperty("hexforge.token", Files.readString(Standalone.tokenFile(home)).strip());
+        return started;
+    }
+
+    static void stop(Standalone fleet) {
         System.clearProperty("hexforge.url");
         System.clearProperty("hexforge.token");
         if (fleet != null) {

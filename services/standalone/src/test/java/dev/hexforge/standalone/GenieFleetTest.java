@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.hexforge.compile.QnnToolStandIn;
 import dev.hexforge.compile.genie.GenieConfig;
 import dev.hexforge.compile.genie.GenieConfigRules;
-import dev.hexforge.infra.EmbeddedInfra;
 import dev.hexforge.testing.Fixtures;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -36,21 +35,15 @@ class GenieFleetTest {
         Path sdk = QnnToolStandIn.install(home.resolve("qairt"));
         System.setProperty("hexforge.qnn-sdk-root", sdk.toString());
         try {
-            fleet = Standalone.start(home, EmbeddedInfra.Ports.anyFree(), 0);
+            fleet = CliAgainstFleetTest.start(home);
         } finally {
             System.clearProperty("hexforge.qnn-sdk-root");
         }
-        System.setProperty("hexforge.url", fleet.gatewayUrl());
-        System.setProperty("hexforge.token", Files.readString(Standalone.tokenFile(home)).strip());
     }
 
     @AfterAll
     static void down() {
-        System.clearProperty("hexforge.url");
-        System.clearProperty("hexforge.token");
-        if (fleet != null) {
-            fleet.close();
-        }
+        CliAgainstFleetTest.stop(fleet);
     }
 
     @Test
