@@ -17,6 +17,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
 
 /**
  * Sends outbox rows to Kafka in order and marks them sent, on one thread. A transaction that wrote rows wakes it when
@@ -72,22 +73,32 @@ class OutboxRelay {
         }
     }
 
-    /**
-     * Sends up to 100 rows without waiting between them (the producer is idempotent, so a partition keeps their
-     * order), then marks sent the rows up to the first the broker did not take; true when the batch was full. It waits
-     * for the producer's verdict on every row it handed over (the producer gives one within its delivery timeout, two
-     * minutes by default) before the rows can be read again, so a broker away for a while gets each row once more,
-     * not once per poll. A row after a refused one may have reached the broker and is sent again, which consumers
-     * already tolerate.
-     */
+    /** Relays up to 100 unsent rows in one transaction; true when the batch was full and all were taken. */
     private boolean relayBatch() {
         var rows = outbox.findTop100BySentAtIsNullOrderByIdAsc();
+        return send(rows, m -> kafka.send(m.topic, m.messageKey, m.payload)) && rows.size() == 100;
+    }
+
+    /**
+     * Hands {@code rows} to the producer in order without waiting between them (the producer is idempotent and its
+     * batches never expire, so a partition keeps their order), then marks sent the rows up to the first the broker did
+     * not take; true when it took them all. A row refused at once (the producer could not even queue it: no metadata
+     * for its topic in time) stops the hand-over there, so no later row can reach the broker before it; a row after a
+     * refused one that was already handed over is sent again with it, which consumers tolerate. It waits for the
+     * producer's verdict on every row it handed over before the rows can be read again, so a broker away for a while
+     * gets each row once more, not once per poll.
+     */
+    static boolean send(List<OutboxEntity> rows, Function<OutboxEntity, CompletableFuture<?>> producer) {
         List<CompletableFuture<?>> sends = new ArrayList<>(rows.size());
         for (OutboxEntity m : rows) {
+            CompletableFuture<?> f;
             try {
-                sends.add(kafka.send(m.topic, m.messageKey, m.payload));
+                f = producer.apply(m);
             } catch (RuntimeException e) {
-                sends.add(CompletableFuture.failedFuture(e));
+                f = CompletableFuture.failedFuture(e);
+            }
+            sends.add(f);
+            if (f.isCompletedExceptionally()) {
                 break;
             }
         }
@@ -109,6 +120,6 @@ class OutboxRelay {
                 refused = true;
             }
         }
-        return !refused && rows.size() == 100;
+        return !refused && sends.size() == rows.size();
     }
 }
