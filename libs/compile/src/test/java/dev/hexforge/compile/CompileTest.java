@@ -91,6 +91,7 @@ class CompileTest {
         assertTrue(Files.isRegularFile(out.resolve("tokenizer.json")));
 
         assertEquals("w8a16", manifest.path("precision").asText());
+        assertTrue(manifest.path("compiledOnDevice").asText().startsWith("at the first load"), "QDQ graphs compile on the phone");
         // the bundle runs the fully quantized graphs as exported
         try (CausalLm lm = OnnxLm.open(out, 1); CausalLm exported = OnnxLm.open(staticExport, 1)) {
             for (JsonNode p : Fixtures.json(Fixtures.reference("reference.json")).path("prompts")) {
