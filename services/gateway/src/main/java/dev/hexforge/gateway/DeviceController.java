@@ -1,5 +1,6 @@
 package dev.hexforge.gateway;
 
+import dev.hexforge.contracts.ApiMessages;
 import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.DeviceMessages;
 import jakarta.servlet.http.HttpServletRequest;
@@ -42,10 +43,8 @@ class DeviceController {
     }
 
     @PostMapping("/api/v1/devices")
-    ResponseEntity<Map<String, Object>> add(@RequestBody Map<String, Object> body, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) {
-        if (!(body.get("name") instanceof String name) || body.size() != 1) {
-            throw new IllegalArgumentException("the body is {\"name\": NAME}: a device name of 1-100 letters, digits, '.', '_' or '-'");
-        }
+    ResponseEntity<Map<String, Object>> add(@RequestBody String body, @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant) {
+        String name = DeviceMessages.read(body, ApiMessages.NewDevice.class).name();
         String token = devices.add(tenant, name);
         return ResponseEntity.status(HttpStatus.CREATED).body(Map.of("name", name, "tenant", tenant, "token", token,
                 "note", "give the token to the device's runner (HEXFORGE_DEVICE_TOKEN); it is not shown again"));

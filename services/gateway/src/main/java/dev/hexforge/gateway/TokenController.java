@@ -1,6 +1,7 @@
 package dev.hexforge.gateway;
 
-import dev.hexforge.contracts.PlainText;
+import dev.hexforge.contracts.ApiMessages;
+import dev.hexforge.contracts.DeviceMessages;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.DeleteMapping;
@@ -12,7 +13,6 @@ import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RestController;
 
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
@@ -30,27 +30,21 @@ class TokenController {
 
     /** Body: {@code {"tenant": "...", "name": "..."}}, both optional (the caller's tenant; "token"). */
     @PostMapping("/api/v1/tokens")
-    ResponseEntity<Map<String, Object>> create(@RequestBody(required = false) Map<String, Object> body,
+    ResponseEntity<Map<String, Object>> create(@RequestBody(required = false) String body,
                                                @RequestAttribute(TokenFilter.TENANT_ATTRIBUTE) String tenant,
                                                @RequestAttribute(TokenFilter.ADMIN_ATTRIBUTE) boolean admin) {
-        Map<String, Object> b = body == null ? Map.of() : body;
-        for (String key : b.keySet()) {
-            if (!List.of("tenant", "name").contains(key)) {
-                return ResponseEntity.badRequest().body(Map.of("error", "unknown field '" + key + "' (tenant, name)"));
-            }
-            if (b.get(key) != null && !(b.get(key) instanceof String)) { // refused, never defaulted
-                return ResponseEntity.badRequest().body(Map.of("error", key + " must be a string"));
-            }
+        ApiMessages.NewToken request;
+        try {
+            // a wrong-typed value is refused, never defaulted
+            request = body == null || body.isBlank() ? ApiMessages.NewToken.DEFAULT : DeviceMessages.read(body, ApiMessages.NewToken.class);
+        } catch (IllegalArgumentException e) {
+            return ResponseEntity.badRequest().body(Map.of("error", e.getMessage()));
         }
-        String forTenant = b.get("tenant") instanceof String t ? t : tenant;
-        String name = b.get("name") instanceof String n ? n : "token";
+        String forTenant = request.tenant() != null ? request.tenant() : tenant;
+        String name = request.nameOrDefault();
         if (!forTenant.equals(tenant) && !admin) {
             return ResponseEntity.status(HttpStatus.FORBIDDEN).body(Map.of("error",
                     "only an admin token creates tokens of other tenants; this token belongs to '" + tenant + "'"));
-        }
-        String hidden = PlainText.problem(name, 200);
-        if (name.isBlank() || hidden != null) {
-            return ResponseEntity.badRequest().body(Map.of("error", "name: " + (hidden != null ? hidden : "must be 1-200 characters")));
         }
         String secret;
         try {

@@ -294,11 +294,15 @@ class HostileTenantTest {
         cases.add(new Case("token for a tenant named '..'", () -> send("POST", "/api/v1/tokens", "{\"tenant\": \"..\"}", "application/json",
                 readAdmin()), 400, "tenant must be 1-100 letters"));
         cases.add(new Case("token with a wrong-typed tenant", () -> send("POST", "/api/v1/tokens", "{\"tenant\": 5}", "application/json", mallory),
-                400, "tenant must be a string"));
+                400, "tenant: must be a string"));
         cases.add(new Case("token with a wrong-typed name", () -> send("POST", "/api/v1/tokens", "{\"name\": [1]}", "application/json", mallory),
-                400, "name must be a string"));
+                400, "name: must be a string"));
         cases.add(new Case("device with a wrong-typed name", () -> send("POST", "/api/v1/devices", "{\"name\": 7}", "application/json", mallory),
-                400, "a device name of 1-100 letters"));
+                400, "name: must be a string"));
+        cases.add(new Case("device with an unknown field", () -> send("POST", "/api/v1/devices", "{\"name\": \"p\", \"soc\": \"x\"}",
+                "application/json", mallory), 400, "soc: unknown field"));
+        cases.add(new Case("token with a second JSON value after it", () -> send("POST", "/api/v1/tokens", "{\"name\": \"a\"} {}",
+                "application/json", mallory), 400, "one JSON value with nothing after it"));
         cases.add(new Case("runner registration with no backends", () -> send("POST", "/api/v1/runner/register", registration("null"),
                 "application/json", aliceDevice), 400, "backends: name at least one of"));
         cases.add(new Case("runner registration with an unknown backend", () -> send("POST", "/api/v1/runner/register",
