@@ -98,6 +98,10 @@ public record JobSpec(int schemaVersion, String name, Input model, List<String> 
     /** @param maxGraphMb 0 in specs stored before it: the HTP's limit */
     public record Export(String variant, int opset, int seq, int ctx, int maxGraphMb) {
         public static final int DEFAULT_MAX_GRAPH_MB = 2048;
+        /** The prompt-graph lengths (AR-N) a Genie export is built with. */
+        public static final List<Integer> GENIE_PROMPT_LENGTHS = List.of(64, 128);
+        /** The shortest context a Genie export is built for. */
+        public static final int GENIE_MIN_CONTEXT = 512;
 
         public long maxGraphBytes() {
             return (long) (maxGraphMb == 0 ? DEFAULT_MAX_GRAPH_MB : maxGraphMb) << 20;

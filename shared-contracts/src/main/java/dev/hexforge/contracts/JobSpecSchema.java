@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 
 import static dev.hexforge.contracts.FieldSpec.bool;
 import static dev.hexforge.contracts.FieldSpec.input;
@@ -429,12 +430,14 @@ public final class JobSpecSchema {
         }
         JsonNode e = s.path("export");
         if ("genie".equals(variant)) {
-            if (e.path("seq").asInt() != 64 && e.path("seq").asInt() != 128) {
-                problems.add(new Problem("export.seq", "must be 64 or 128 for the genie variant (Genie's prompt graph, AR-N), got "
+            if (!JobSpec.Export.GENIE_PROMPT_LENGTHS.contains(e.path("seq").asInt())) {
+                problems.add(new Problem("export.seq", "must be " + JobSpec.Export.GENIE_PROMPT_LENGTHS.stream().map(String::valueOf)
+                        .collect(Collectors.joining(" or ")) + " for the genie variant (Genie's prompt graph, AR-N), got "
                         + e.path("seq").asInt()));
             }
-            if (e.path("ctx").asInt() < 512) {
-                problems.add(new Problem("export.ctx", "must be at least 512 for the genie variant, got " + e.path("ctx").asInt()));
+            if (e.path("ctx").asInt() < JobSpec.Export.GENIE_MIN_CONTEXT) {
+                problems.add(new Problem("export.ctx", "must be at least " + JobSpec.Export.GENIE_MIN_CONTEXT
+                        + " for the genie variant, got " + e.path("ctx").asInt()));
             }
         }
         if (e.path("seq").asInt() >= e.path("ctx").asInt()) {

@@ -2,7 +2,6 @@ package dev.hexforge.devicerunner.adb;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.hexforge.compile.QnnTriage;
-import dev.hexforge.compile.Soc;
 import dev.hexforge.contracts.BenchmarkResult;
 import dev.hexforge.devicerunner.SignedBundle;
 import dev.hexforge.eval.DeviceReference;
@@ -115,18 +114,13 @@ public final class AdbQnnBackend extends PhoneBackend {
             double decodeTps = 1e6 / token.executeMicros();
             Double joules = readings.energyPerToken(remote + "/token.power", batteryStatus, token.executeMicros() / 1e6, notAvailable);
             long weights = Files.size(bundle.dir().resolve(graphFiles.get("token")));
-            Soc soc = phone.knownSoc().orElse(null);
-            Double bandwidth = soc == null || soc.memoryBandwidth() <= 0 ? null : soc.memoryBandwidth();
-            if (bandwidth == null) {
-                notAvailable.put("efficiency", "the phone's SoC (" + phone.soc() + ") is not in the SoC table, so its memory bandwidth is not known");
-            }
+            Roofline roof = roofline(notAvailable);
             Map<String, Double> timings = new LinkedHashMap<>();
             timings.put("token graph (NetRun)", token.executeMicros() / 1e3);
             token.executeBreakdownMicros().forEach((k, v) -> timings.put(k, v / 1e3));
             return new BenchmarkResult(NAME, phone.describe(), bundle.rootDigest(), info.promptLength(), newTokens,
                     prompt.initMicros() / 1e6, prompt.executeMicros() / 1e3, info.promptLength() / (prompt.executeMicros() / 1e6),
-                    decodeTps, rss, weights, bandwidth, soc == null ? null : soc.marketing() + " spec-sheet peak (SoC table)",
-                    bandwidth == null ? null : decodeTps * weights / bandwidth, agreement, ppl,
+                    decodeTps, rss, weights, roof.bytesPerSecond(), roof.source(), roof.efficiency(decodeTps, weights), agreement, ppl,
                     ppl == null ? null : reference.perplexity(), 0, timings, joules, thermal, notAvailable);
         } catch (IOException e) {
             throw new UncheckedIOException("staging the adb-qnn run: " + e.getMessage(), e);

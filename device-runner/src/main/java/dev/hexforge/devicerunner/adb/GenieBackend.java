@@ -3,7 +3,6 @@ package dev.hexforge.devicerunner.adb;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hexforge.compile.QnnTriage;
-import dev.hexforge.compile.Soc;
 import dev.hexforge.compile.genie.GenieConfig;
 import dev.hexforge.compile.genie.GenieConfigRules;
 import dev.hexforge.compile.genie.HtpExtConfig;
@@ -119,18 +118,14 @@ public final class GenieBackend extends PhoneBackend {
             double decodeTps = speed.tokensPerSecond();
             Double joules = readings.energyPerToken(remote + "/speed.power", battery, 1 / decodeTps, notAvailable);
             long weights = manifest.path("deviceMemory").path("weightBytes").asLong();
-            Soc soc = phone.knownSoc().orElse(null);
-            Double bandwidth = soc == null || soc.memoryBandwidth() <= 0 ? null : soc.memoryBandwidth();
-            if (bandwidth == null) {
-                notAvailable.put("efficiency", "the phone's SoC (" + phone.soc() + ") is not in the SoC table, so its memory bandwidth is not known");
-            }
+            Roofline roof = roofline(notAvailable);
             Map<String, Double> timings = new LinkedHashMap<>();
             timings.put("prompt (Genie)", speed.timeToFirstTokenMicros() / 1e3);
             timings.put("token (Genie, mean)", speed.generationMicros() / 1e3 / speed.generatedTokens());
             return new BenchmarkResult(NAME, phone.describe(), bundle.rootDigest(), speed.promptTokens(), speed.generatedTokens(),
                     speed.initMicros() / 1e6, speed.timeToFirstTokenMicros() / 1e3, speed.promptTokensPerSecond(), decodeTps, rss,
-                    weights, bandwidth, soc == null ? null : soc.marketing() + " spec-sheet peak (SoC table)",
-                    bandwidth == null ? null : decodeTps * weights / bandwidth, tokenAgreement, null, null, 0, timings, joules,
+                    weights, roof.bytesPerSecond(), roof.source(), roof.efficiency(decodeTps, weights), tokenAgreement, null, null, 0,
+                    timings, joules,
                     thermal, notAvailable);
         } catch (IOException e) {
             throw new UncheckedIOException("staging the genie run: " + e.getMessage(), e);

@@ -2,6 +2,7 @@ package dev.hexforge.devicerunner.adb;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.hexforge.compile.Soc;
 import dev.hexforge.devicerunner.Backend;
 import dev.hexforge.devicerunner.SignedBundle;
 import dev.hexforge.io.Folders;
@@ -11,6 +12,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 
 /**
  * What the backends that run a bundle on a phone over adb share: the phone, the SDK on this host its runtime comes
@@ -64,6 +66,24 @@ abstract class PhoneBackend implements Backend {
             }
         }
         return files;
+    }
+
+    /** The phone's memory bandwidth, the roofline of a decode step: its SoC's spec-sheet peak, or null when not known. */
+    record Roofline(Double bytesPerSecond, String source) {
+        /** The share of the bandwidth a decode reading {@code weightBytes} a token at {@code tokensPerSecond} uses. */
+        Double efficiency(double tokensPerSecond, long weightBytes) {
+            return bytesPerSecond == null ? null : tokensPerSecond * weightBytes / bytesPerSecond;
+        }
+    }
+
+    /** This phone's roofline; when its SoC is not in the table, why the efficiency is not available. */
+    Roofline roofline(Map<String, String> notAvailable) {
+        Soc soc = phone.knownSoc().orElse(null);
+        if (soc == null || soc.memoryBandwidth() <= 0) {
+            notAvailable.put("efficiency", "the phone's SoC (" + phone.soc() + ") is not in the SoC table, so its memory bandwidth is not known");
+            return new Roofline(null, null);
+        }
+        return new Roofline(soc.memoryBandwidth(), soc.marketing() + " spec-sheet peak (SoC table)");
     }
 
     /** The task's folder on the phone, named after the bundle's. */

@@ -102,6 +102,7 @@ public final class QnnSdk {
                     + "encodings 0.5.0 cannot express 4-bit groups of columns",
                     "quantize per channel (quantize.group: 0) for the QNN SDK targets, or compile with target ort-qnn");
         }
+        JsonNode activations = activationEncodings(encodings);
         Soc soc = Soc.resolve(opt.soc(), opt.htpArch());
         // a Genie bundle's config files are made before any tool runs: what they refuse is refused in seconds
         GenieBundle bundle = genie ? GenieBundle.plan(export, info, soc, opt.sampler()) : null;
@@ -119,12 +120,16 @@ public final class QnnSdk {
             Files.createDirectories(out);
             String triple = target.equals(MODEL_LIB) ? DEVICE : HOST;
             Map<String, Path> libs = new LinkedHashMap<>();
+            Map<String, String> names = new LinkedHashMap<>();
+            Map<String, GraphIo> ios = new LinkedHashMap<>();
             for (Map.Entry<String, String> g : info.graphs().entrySet()) {
                 String role = g.getKey();
                 String name = graphName(info, role);
                 Path dir = Files.createDirectories(work.resolve(name));
                 Path graph = export.resolve(g.getValue());
                 GraphIo io = GraphIo.read(graph);
+                names.put(role, name);
+                ios.put(role, io);
                 List<String> conv = new ArrayList<>(List.of(tool(root, "qnn-onnx-converter").toString(),
                         "--input_network", graph.toString(), "--output_path", dir.resolve(name + ".cpp").toString()));
                 for (GraphIo.Tensor t : io.inputs()) {
@@ -163,12 +168,12 @@ public final class QnnSdk {
                     String prompt = "prompt." + p;
                     String token = "token." + p;
                     Path dir = Files.createDirectories(work.resolve("part" + p));
-                    contextBinary(List.of(libs.get(prompt), libs.get(token)), List.of(graphName(info, prompt), graphName(info, token)),
+                    contextBinary(List.of(libs.get(prompt), libs.get(token)), List.of(names.get(prompt), names.get(token)),
                             bundle.binaryName(p), out, soc, dir);
                     ((ObjectNode) graphs.get(prompt)).put("file", bundle.contextBinary(p));
                     ((ObjectNode) graphs.get(token)).put("file", bundle.contextBinary(p));
                 }
-                bundle.write(out, manifest, version());
+                bundle.write(out, manifest, version(), names, ios, activations);
             } else {
                 for (String f : List.of("tokenizer.json", "tokenizer_config.json")) {
                     if (Files.isRegularFile(export.resolve(f))) {
@@ -176,7 +181,7 @@ public final class QnnSdk {
                     }
                 }
             }
-            manifest.set("deviceMemory", deviceMemory(info, graphs, encodings, genie));
+            manifest.set("deviceMemory", deviceMemory(info, graphs, activations, genie));
             // the host's answers a device's run is checked against, when the export has them
             if (Files.isRegularFile(export.resolve("reference.json"))) {
                 Files.copy(export.resolve("reference.json"), out.resolve("reference.json"));
@@ -195,7 +200,7 @@ public final class QnnSdk {
      * What the bundle holds in the device's memory: every graph's weights, a Genie part's once for its two graphs
      * (they share them in one context), and the KV cache of every layer over the context at the cache's bit width.
      */
-    static ObjectNode deviceMemory(ExportInfo info, ObjectNode graphs, Path encodings, boolean shared) throws IOException {
+    static ObjectNode deviceMemory(ExportInfo info, ObjectNode graphs, JsonNode activations, boolean shared) {
         long weights = 0;
         long unshared = 0;
         for (var e : graphs.properties()) {
@@ -205,8 +210,7 @@ public final class QnnSdk {
                 weights += w;
             }
         }
-        JsonNode acts = JSON.readTree(encodings.toFile()).path("activation_encodings");
-        JsonNode kv = acts.has("present.0.key") ? acts.path("present.0.key") : acts.path("past_key_0_in");
+        JsonNode kv = activations.has("present.0.key") ? activations.path("present.0.key") : activations.path("past_key_0_in");
         int kvBits = kv.path(0).path("bitwidth").asInt(8);
         long kvBytes = 2L * info.numLayers() * info.numKvHeads() * info.contextLength() * info.headDim() * kvBits / 8;
         ObjectNode m = JSON.createObjectNode();
@@ -217,6 +221,15 @@ public final class QnnSdk {
         m.put("kvBits", kvBits);
         m.put("totalBytes", weights + kvBytes);
         return m;
+    }
+
+    /** The {@code activation_encodings} of the export's AIMET encodings, by tensor name. */
+    private static JsonNode activationEncodings(Path encodings) {
+        try {
+            return JSON.readTree(encodings.toFile()).path("activation_encodings");
+        } catch (IOException e) {
+            throw new CompileException("the export's encodings.json is unreadable: " + e.getMessage(), "export the model again", e);
+        }
     }
 
     /**

@@ -17,6 +17,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * What a Genie bundle holds beside its context binaries ({@code <model>_part_<i>_of_<n>.bin}, one per part of the
@@ -88,15 +89,21 @@ public final class GenieBundle {
         return binaryName(p) + ".bin";
     }
 
-    /** Writes the config files, the tokenizer and the metadata into {@code out}; the parts into {@code manifest}. */
-    public void write(Path out, ObjectNode manifest, String qnnSdk) throws IOException {
+    /**
+     * Writes the config files, the tokenizer and the metadata into {@code out}; the parts into {@code manifest}.
+     *
+     * @param names       each graph's name by role (prompt.0, token.0...)
+     * @param ios         each graph's inputs and outputs by role
+     * @param activations the export's activation encodings by tensor name
+     */
+    public void write(Path out, ObjectNode manifest, String qnnSdk, Map<String, String> names, Map<String, GraphIo> ios,
+                      JsonNode activations) throws IOException {
         Files.writeString(out.resolve(GenieConfig.FILE), JSON.writeValueAsString(genieConfig));
         Files.writeString(out.resolve(HtpExtConfig.FILE), JSON.writeValueAsString(htpExt));
         Files.copy(export.resolve(GenieConfig.TOKENIZER), out.resolve(GenieConfig.TOKENIZER));
         if (Files.isRegularFile(export.resolve("tokenizer_config.json"))) {
             Files.copy(export.resolve("tokenizer_config.json"), out.resolve("tokenizer_config.json")); // its chat format, for the host
         }
-        JsonNode encodings = JSON.readTree(export.resolve("encodings.json").toFile()).path("activation_encodings");
         ObjectNode meta = JSON.createObjectNode();
         meta.put("model", info.source());
         meta.put("precision", info.precision());
@@ -107,17 +114,15 @@ public final class GenieBundle {
         for (int p = 0; p < parts; p++) {
             ObjectNode part = partList.addObject();
             part.put("file", contextBinary(p));
-            ArrayNode names = part.putArray("graphs");
+            ArrayNode partGraphs = part.putArray("graphs");
             for (String kind : List.of("prompt", "token")) {
                 String role = kind + "." + p;
-                Path file = info.graph(export, role);
-                String name = file.getFileName().toString().replace(".onnx", "");
-                names.add(name);
+                String name = names.get(role);
+                partGraphs.add(name);
                 ObjectNode g = graphs.putObject(name);
                 g.put("contextBinary", contextBinary(p));
-                GraphIo io = GraphIo.read(file);
-                tensors(g.putArray("inputs"), io.inputs(), encodings);
-                tensors(g.putArray("outputs"), io.outputs(), encodings);
+                tensors(g.putArray("inputs"), ios.get(role).inputs(), activations);
+                tensors(g.putArray("outputs"), ios.get(role).outputs(), activations);
             }
         }
         ObjectNode tools = meta.putObject("tools");

@@ -104,7 +104,8 @@ public final class DecoderExporter {
                 : genie ? GenieIo.encodings(activations, c.numLayers()) : activations;
         int opset = Math.max(Math.max(opt.opset(), format.minOpset()), act != null ? ActivationQdq.OPSET : 0);
         Path onnxDir = Files.createDirectories(dir.resolve("onnx"));
-        int ropePositions = isStatic ? opt.contextLength() : c.maxPositionEmbeddings();
+        // Genie's graphs take each position's cos / sin as inputs: no tables
+        int ropePositions = genie ? 0 : isStatic ? opt.contextLength() : c.maxPositionEmbeddings();
         WeightFile weights = WeightFile.write(ckpt, onnxDir.resolve(WEIGHTS), ropePositions, format, progress);
         Map<String, String> meta = new LinkedHashMap<>(Map.of("hexforge.variant", opt.variant().id(),
                 "hexforge.source", ckpt.name()));

@@ -34,8 +34,7 @@ public final class GraphParts {
      */
     static List<Part> plan(ModelConfig c, WeightFile w, long limit, boolean embeddingApart) {
         Map<String, WeightFile.Stored> stored = w.stored();
-        // Genie's graphs take cos / sin as inputs; the static ones hold the tables
-        long shared = embeddingApart ? 0 : bytes(stored, WeightFile.ROPE_COS) + bytes(stored, WeightFile.ROPE_SIN);
+        long shared = bytes(stored, WeightFile.ROPE_COS) + bytes(stored, WeightFile.ROPE_SIN); // none in a Genie export
         long embed = bytes(stored, TensorNames.EMBED);
         long head = bytes(stored, TensorNames.FINAL_NORM) + bytes(stored, c.tieWordEmbeddings() ? TensorNames.EMBED : TensorNames.LM_HEAD);
         long[] layer = new long[c.numLayers()];

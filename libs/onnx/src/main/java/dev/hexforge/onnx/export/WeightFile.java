@@ -60,7 +60,7 @@ public final class WeightFile {
 
     /**
      * Writes every checkpoint tensor the format does not handle as float32, then the format's own tensors, then the
-     * RoPE tables for {@code ropePositions} positions.
+     * RoPE tables for {@code ropePositions} positions (none for 0: graphs fed cos / sin need none).
      */
     public static WeightFile write(Checkpoint ckpt, Path dataFile, int ropePositions, LinearFormat format,
                                    Progress progress) throws IOException {
@@ -88,10 +88,12 @@ public final class WeightFile {
                 progress.update("weights", done, total);
             }
             format.writeWeights(out, wf);
-            Rope rope = Rope.of(ckpt.config(), ropePositions);
-            long[] shape = {ropePositions, ckpt.config().headDim()};
-            wf.put(ROPE_COS, DataType.FLOAT, shape, out.write(floats(rope.cos())));
-            wf.put(ROPE_SIN, DataType.FLOAT, shape, out.write(floats(rope.sin())));
+            if (ropePositions > 0) {
+                Rope rope = Rope.of(ckpt.config(), ropePositions);
+                long[] shape = {ropePositions, ckpt.config().headDim()};
+                wf.put(ROPE_COS, DataType.FLOAT, shape, out.write(floats(rope.cos())));
+                wf.put(ROPE_SIN, DataType.FLOAT, shape, out.write(floats(rope.sin())));
+            }
         }
         return wf;
     }

@@ -1,5 +1,6 @@
 package dev.hexforge.onnx.qnn;
 
+import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.onnx.proto.Onnx.GraphProto;
 import dev.hexforge.onnx.proto.Onnx.ModelProto;
 import dev.hexforge.onnx.proto.Onnx.NodeProto;
@@ -25,7 +26,8 @@ import java.util.TreeMap;
  * graph's weight bytes against the per-graph NPU memory limit.
  */
 public final class QnnPreflight {
-    public static final long GRAPH_WEIGHT_LIMIT_BYTES = 2L << 30;
+    /** The HTP's per-graph weight limit, 2 GiB (the job spec's default {@code export.maxGraphMb}). */
+    public static final long GRAPH_WEIGHT_LIMIT_BYTES = (long) JobSpec.Export.DEFAULT_MAX_GRAPH_MB << 20;
 
     public record OpUse(String domain, String opType, int count, boolean supported) {
     }

@@ -144,6 +144,7 @@ public final class StaticOnnxLm implements CausalLm {
         private final int ctx = info.contextLength();
         private final int kvh = info.numKvHeads();
         private final int d = info.headDim();
+        /** Per layer, [kvh, ctx, d]; a Genie export's keys as Genie caches them, [kvh, d, ctx]. */
         private final float[][] keys = new float[info.numLayers()][kvh * ctx * d];
         private final float[][] values = new float[info.numLayers()][kvh * ctx * d];
         private int length;
@@ -184,6 +185,12 @@ public final class StaticOnnxLm implements CausalLm {
                  OnnxTensor sin = genie ? OnnxTensor.createTensor(env, halfTable(rope.sin(), posBuf), halfShape) : null;
                  OnnxTensor maskT = OnnxTensor.createTensor(env, FloatBuffer.wrap(mask), new long[]{1, 1, seq, ctx})) {
                 float[][] logits = null;
+                // what every part may take besides its own layers' cache
+                Map<String, OnnxTensor> shared = new HashMap<>(Map.of("position_ids", pos, "attention_mask", maskT));
+                if (genie) {
+                    shared.put(GenieIo.COS, cos);
+                    shared.put(GenieIo.SIN, sin);
+                }
                 for (Part part : graph) {
                     Map<String, OnnxTensor> in = new HashMap<>();
                     try {
@@ -192,18 +199,13 @@ public final class StaticOnnxLm implements CausalLm {
                         } else {
                             in.put(GraphParts.hidden(part.from()), hidden);
                         }
-                        Map<String, OnnxTensor> shared = new HashMap<>(Map.of("position_ids", pos, "attention_mask", maskT));
-                        if (genie) {
-                            shared.put(GenieIo.COS, cos);
-                            shared.put(GenieIo.SIN, sin);
-                        }
                         shared.forEach((name, t) -> {
                             if (part.inputs().contains(name)) {
                                 in.put(name, t);
                             }
                         });
                         for (int l = part.from(); l < part.to(); l++) {
-                            FloatBuffer k = genie ? pastSlotsTransposed(keys[l], past) : pastSlots(keys[l], past);
+                            FloatBuffer k = genie ? pastKeySlots(keys[l], past) : pastSlots(keys[l], past);
                             in.put(keyIn(l), OnnxTensor.createTensor(env, k, pastKeyShape));
                             in.put(valueIn(l), OnnxTensor.createTensor(env, pastSlots(values[l], past), pastShape));
                         }
@@ -255,7 +257,7 @@ public final class StaticOnnxLm implements CausalLm {
             }
         }
 
-        /** The first {@code past} slots of every head, as [kvh, past, d]. */
+        /** The first {@code past} slots of every head of a [kvh, ctx, d] cache, as [kvh, past, d]. */
         private FloatBuffer pastSlots(float[] cache, int past) {
             FloatBuffer b = FloatBuffer.allocate(kvh * past * d);
             for (int h = 0; h < kvh; h++) {
@@ -264,27 +266,20 @@ public final class StaticOnnxLm implements CausalLm {
             return b.flip();
         }
 
-        /** The first {@code past} slots of every head, transposed as Genie caches keys: [kvh, d, past]. */
-        private FloatBuffer pastSlotsTransposed(float[] cache, int past) {
-            float[] t = new float[kvh * d * past];
-            for (int h = 0; h < kvh; h++) {
-                for (int p = 0; p < past; p++) {
-                    for (int j = 0; j < d; j++) {
-                        t[(h * d + j) * past + p] = cache[h * ctx * d + p * d + j];
-                    }
-                }
+        /** The first {@code past} slots of a Genie key cache kept transposed, [kvh, d, ctx], as [kvh, d, past]. */
+        private FloatBuffer pastKeySlots(float[] cache, int past) {
+            FloatBuffer b = FloatBuffer.allocate(kvh * d * past);
+            for (int row = 0; row < kvh * d; row++) {
+                b.put(cache, row * ctx, past);
             }
-            return FloatBuffer.wrap(t);
+            return b.flip();
         }
 
-        /** As {@link #append}, from Genie's transposed keys [kvh, d, seq]. */
+        /** Copies the first {@code n} of {@code seq} new keys of Genie's [kvh, d, seq] into slots [length, length + n). */
         private void appendTransposed(float[] cache, FloatBuffer present, int seq, int n) {
-            for (int h = 0; h < kvh; h++) {
-                for (int j = 0; j < d; j++) {
-                    for (int p = 0; p < n; p++) {
-                        cache[h * ctx * d + (length + p) * d + j] = present.get((h * d + j) * seq + p);
-                    }
-                }
+            for (int row = 0; row < kvh * d; row++) {
+                present.position(row * seq);
+                present.get(cache, row * ctx + length, n);
             }
         }
 
