@@ -15,7 +15,7 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 
 @Command(name = "check-qnn", mixinStandardHelpOptions = true,
-        description = "QNN HTP pre-flight: ops, dynamic dimensions, element types, per-graph weight memory. Exit 0 only when clean.")
+        description = "QNN HTP pre-flight: ops (and which take 16-bit activations), dynamic dimensions, element types, per-graph weight memory. Exit 0 only when clean.")
 final class CheckQnnCommand implements Callable<Integer> {
     @Parameters(index = "0", description = "an .onnx file, or an export folder (every graph in it is checked)")
     Path target;
@@ -65,8 +65,11 @@ final class CheckQnnCommand implements Callable<Integer> {
     private static void print(QnnPreflight.Report r) {
         System.out.println("graph " + r.graph() + ": " + (r.clean() ? "CLEAN" : "NOT READY FOR HTP"));
         for (QnnPreflight.OpUse o : r.ops()) {
-            System.out.printf("  %-4s %-24s x%-4d %s%n", o.supported() ? "ok" : "FAIL",
-                    (o.domain().isEmpty() ? "" : o.domain() + ".") + o.opType(), o.count(), o.supported() ? "" : "not supported on HTP");
+            String note = !o.supported() ? "not supported on HTP"
+                    : o.lacks16Bit() ? o.sixteenBitUses() + " with 16-bit activations: the HTP has no 16-bit form"
+                    : o.sixteenBitUses() > 0 ? o.sixteenBitUses() + " with 16-bit activations" : "";
+            System.out.printf("  %-4s %-24s x%-4d %s%n", o.supported() && !o.lacks16Bit() ? "ok" : "FAIL",
+                    (o.domain().isEmpty() ? "" : o.domain() + ".") + o.opType(), o.count(), note);
         }
         r.dynamicDimensions().forEach(d -> System.out.println("  dynamic: " + d));
         r.unsupportedTypes().forEach(t -> System.out.println("  dtype:   " + t));

@@ -71,6 +71,8 @@ final class QuantizeCommand implements Callable<Integer> {
     String activations;
     @Option(names = "--kv-bits", descriptionKey = "quantize.kvBits")
     int kvBits;
+    @Option(names = "--quantize-io", descriptionKey = "quantize.quantizeIo")
+    boolean quantizeIo;
     @Option(names = "--out", required = true)
     Path out;
     @Option(names = "--json", description = "print the report as one JSON object")

@@ -55,7 +55,7 @@ public record JobSpec(int schemaVersion, String name, Input model, List<String> 
     public record Quantize(String method, int bits, Integer group, Boolean symmetric, Input calibration,
                            int calibrationSamples, int calibrationLength, List<String> keep, String head, Auto auto,
                            String format, int accuracyLevel, int evalTokens, double maxDeltaPpl, String activations,
-                           int kvBits) {
+                           int kvBits, boolean quantizeIo) {
         /** 16-bit activations for a static export, float for a dynamic one. */
         public static final String DEFAULT_ACTIVATIONS = "auto";
 

@@ -95,7 +95,11 @@ public final class JobSpecSchema {
                             + "auto is 16 for a static export and float for a dynamic one. Quantized activations are "
                             + "calibrated on quantize.calibration and gated on the fully quantized graph.",
                             "auto", "16", "8", "float"),
-                    integerOneOf("kvBits", 8, "KV cache bits when activations are quantized: 8 (as AI Hub ships) or 16.", 8, 16)),
+                    integerOneOf("kvBits", 8, "KV cache bits when activations are quantized: 8 (as AI Hub ships) or 16.", 8, 16),
+                    bool("quantizeIo", false, "The static graphs' inputs and outputs in their quantized types (AI Hub's "
+                            + "--quantize_io): the mask, KV cache, hidden states between parts and logits cross the graph as "
+                            + "uint16 / uint8 at their encodings, which the bundle's manifest lists. Needs quantized "
+                            + "activations and the static layout.")),
             object("export", "ONNX export.",
                     oneOf("variant", "static", "static (NPU graphs), dynamic (Hugging Face convention) or genie (NPU graphs in the "
                             + "layout Qualcomm's Genie runtime loads, for compile.target genie: seq 64 or 128, ctx at least 512).",
@@ -460,6 +464,19 @@ public final class JobSpecSchema {
             if (q.path("auto").path("maxExtraBytesPercent").asDouble() > 0) {
                 problems.add(new Problem("quantize.auto.maxExtraBytesPercent", "linears kept in float by the automatic mixed "
                         + "precision" + why));
+            }
+        }
+        if (q.path("quantizeIo").asBoolean()) {
+            if (!quantizedActivations) {
+                problems.add(new Problem("quantize.quantizeIo", "quantized inputs and outputs need quantized activations "
+                        + "(quantize.activations: 16 or 8 with a static export), not " + activations
+                        + (activations.equals("auto") ? " with the " + variant + " variant" : "")));
+            } else if ("genie".equals(variant)) {
+                problems.add(new Problem("quantize.quantizeIo", "is for the static layout: the QNN converter gives Genie's "
+                        + "graphs quantized inputs and outputs itself (metadata.json lists their encodings)"));
+            } else if (stages.contains(Stage.COMPILE) && !"ort-qnn".equals(target)) {
+                problems.add(new Problem("quantize.quantizeIo", "is the ort-qnn bundle's form; compile.target " + target
+                        + " gets quantized inputs and outputs from the QNN converter itself"));
             }
         }
         int group = q.has("group") ? q.path("group").asInt() : JobSpec.Quantize.defaultGroup(q.path("bits").asInt());

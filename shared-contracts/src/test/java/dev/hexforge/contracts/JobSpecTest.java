@@ -278,6 +278,22 @@ class JobSpecTest {
         JobSpecReader.read("model: m\nstages: [quantize, export]\nquantize: {keep: [q_proj]}\nexport: {variant: dynamic}\n");
     }
 
+    /** Quantized inputs and outputs need quantized activations and the static layout; the field is named when refused. */
+    @Test
+    void quantizedIoNeedsQuantizedActivationsInTheStaticLayout() {
+        assertTrue(JobSpecReader.read("model: m\nstages: [quantize, export]\nquantize: {quantizeIo: true}\n").quantize().quantizeIo());
+        assertFalse(JobSpecReader.read("model: m\nstages: [quantize, export]\n").quantize().quantizeIo());
+        for (String bad : List.of("quantize: {quantizeIo: true, activations: float}\n",
+                "quantize: {quantizeIo: true}\nexport: {variant: dynamic}\n",
+                "quantize: {quantizeIo: true}\nexport: {variant: genie, ctx: 512}\n",
+                "quantize: {quantizeIo: yes please}\n",
+                "stages: [quantize, export, compile]\nquantize: {quantizeIo: true}\ncompile: {target: qnn-context-binary}\n")) {
+            InvalidJobSpecException e = assertThrows(InvalidJobSpecException.class,
+                    () -> JobSpecReader.read("model: m\n" + (bad.startsWith("stages") ? "" : "stages: [quantize, export]\n") + bad), bad);
+            assertTrue(e.problems().stream().anyMatch(p -> p.path().equals("quantize.quantizeIo")), bad + ": " + e.problems());
+        }
+    }
+
     @Test
     void theCommittedJsonSchemaIsTheGeneratedOne() throws Exception {
         Path committed = Path.of("job-spec.schema.json");

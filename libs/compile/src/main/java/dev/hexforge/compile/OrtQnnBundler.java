@@ -131,6 +131,12 @@ public final class OrtQnnBundler {
             io.get(role).inputs().forEach(t -> in.put(t.name(), t.dimsArg()));
             ObjectNode out = g.putObject("outputs");
             io.get(role).outputs().forEach(t -> out.put(t.name(), t.dimsArg()));
+            if (info.quantizedIo()) {
+                // what an application feeds and reads: real = (q - zeroPoint) * scale
+                ObjectNode enc = g.putObject("quantizedIo");
+                io.get(role).quantized().forEach((name, b) -> enc.putObject(name).put("type", b.type().name().toLowerCase())
+                        .put("scale", b.scale()).put("zeroPoint", b.zeroPoint()));
+            }
             List<String> ops = new ArrayList<>();
             pre.get(role).ops().forEach(o -> ops.add(o.opType() + "x" + o.count()));
             g.putPOJO("ops", ops);
@@ -140,6 +146,7 @@ public final class OrtQnnBundler {
         // QDQ graphs, not precompiled contexts: the phone's QNN provider compiles them when a session first opens them
         m.put("compiledOnDevice", "at the first load of each graph (minutes for a 1.5B model), by ONNX Runtime's QNN provider");
         m.put("precision", info.precision());
+        m.put("quantizedIo", info.quantizedIo());
         m.put("source", info.source());
         m.set("providerOptions", provider);
         m.putObject("sessionConfig").put("session.disable_cpu_ep_fallback", "1");

@@ -96,6 +96,11 @@ public final class QnnSdk {
                     + (info.precision() == null ? "an export made before precisions were recorded" : info.precision()) + ")",
                     "quantize with quantize.activations: 16 (the default for a static export) and export again");
         }
+        if (info.quantizedIo()) {
+            throw new CompileException("the export's graphs take quantized inputs and outputs, which is the ort-qnn bundle's "
+                    + "form: the QNN converter gives a context's inputs and outputs their quantized types itself",
+                    "quantize without quantize.quantizeIo for target " + target + ", or compile with target ort-qnn");
+        }
         Path encodings = export.resolve("encodings.json");
         if (!Files.isRegularFile(encodings)) {
             throw new CompileException("the export has no encodings.json (the quantization overrides the converter runs on): AIMET "

@@ -141,6 +141,40 @@ class CompileTest {
         assertTrue(Files.isRegularFile(tmp.resolve("split-ctx").resolve("token_1.bin")));
     }
 
+    /**
+     * An export with quantized inputs and outputs, split into parts: the bundle's manifest gives every quantized
+     * input's and output's encoding (the hidden states between parts uint16, the cache uint8), the pipeline generates
+     * what the float-IO export does, and the QNN SDK targets refuse it with the fix.
+     */
+    @Test
+    void quantizedInputsAndOutputsAreListedInTheManifestAndRunAsTheFloatIoExport() throws Exception {
+        Path split = tmp.resolve("split-io-export");
+        ActivationEncodings io = new ActivationEncodings(activations.settings().withQuantizedIo(true), activations.rangeMethod(),
+                activations.calibrationSequences(), activations.noisiest(), activations.tensors());
+        try (Checkpoint ckpt = Checkpoint.open(Fixtures.qwen2Tiny())) {
+            DecoderExporter.export(ckpt, split, new ExportOptions(dev.hexforge.onnx.export.Variant.STATIC, 64, 256, 17, 700_000),
+                    new QdqFormat(qm), io, Progress.NONE);
+        }
+        ObjectNode manifest = OrtQnnBundler.build(split, tmp.resolve("split-io-bundle"), CompileOptions.of("SM8650", 0));
+        assertTrue(manifest.path("quantizedIo").asBoolean());
+        JsonNode first = manifest.path("graphs").path("prompt.0").path("quantizedIo");
+        String hidden = manifest.path("graphs").path("prompt.0").path("outputs").fieldNames().next();
+        assertTrue(hidden.startsWith("hidden_states."), manifest.toString());
+        assertEquals("uint16", first.path(hidden).path("type").asText(), first.toString());
+        assertEquals("uint16", first.path("attention_mask").path("type").asText(), first.toString());
+        assertEquals("uint8", first.path("past_key_values.0.key").path("type").asText(), first.toString());
+        assertEquals(activations.tensors().get(hidden).scale(), first.path(hidden).path("scale").floatValue());
+        try (CausalLm lm = OnnxLm.open(tmp.resolve("split-io-bundle"), 1); CausalLm whole = OnnxLm.open(staticExport, 1)) {
+            int[] ids = Fixtures.ints(Fixtures.json(Fixtures.reference("reference.json")).path("prompts").get(0).path("input_ids"));
+            assertArrayEquals(Generator.generate(whole, ids, Generator.Options.greedy(12), null),
+                    Generator.generate(lm, ids, Generator.Options.greedy(12), null));
+        }
+        CompileException sdkTarget = assertThrows(CompileException.class,
+                () -> new QnnSdk(sdk).build(QnnSdk.CONTEXT_BINARY, split, tmp.resolve("no-io"), CompileOptions.of("SM8650", 0)));
+        assertTrue(sdkTarget.getMessage().contains("quantized inputs and outputs") && sdkTarget.hint().contains("ort-qnn"),
+                sdkTarget.getMessage());
+    }
+
     @Test
     void whatTheNpuCannotRunIsRefusedWithTheFix() {
         CompileException dynamic = assertThrows(CompileException.class,

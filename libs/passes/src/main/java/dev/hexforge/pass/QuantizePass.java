@@ -60,7 +60,8 @@ public final class QuantizePass {
         return new QuantizeOptions(q.method(), spec(q.bits(), q.group(), q.symmetric()), q.keep(), head(q.headOrDefault()),
                 new QuantizeOptions.Calibration(calibration, q.calibrationSamples(), q.calibrationLength(), 0),
                 Gptq.Options.defaults(), evalText, EVAL_WINDOW, q.evalTokensOrDefault(), q.maxDeltaPpl(),
-                q.auto().maxExtraBytesPercent(), cache, activations(q.activations(), q.kvBits(), spec.export().variant()));
+                q.auto().maxExtraBytesPercent(), cache, activations(q.activations(), q.kvBits(), spec.export().variant())
+                .withQuantizedIo(q.quantizeIo()));
     }
 
     /**

@@ -13,6 +13,8 @@ import dev.hexforge.onnx.qdq.ActivationEncodings;
 import dev.hexforge.onnx.qdq.ActivationQdq;
 import dev.hexforge.onnx.qdq.Activations;
 import dev.hexforge.onnx.qdq.Encoding;
+import dev.hexforge.onnx.qdq.QuantizedIo;
+import dev.hexforge.onnx.proto.Onnx.TensorProto.DataType;
 import dev.hexforge.onnx.qnn.Precision;
 import dev.hexforge.onnx.qnn.QnnPreflight;
 import dev.hexforge.onnx.runtime.OnnxLm;
@@ -194,6 +196,35 @@ class ActivationQuantizationTest {
             QnnPreflight.Report r = QnnPreflight.check(info.graph(genie, role), Precision.parse("w4a16"));
             assertTrue(r.clean(), role + ": " + r.problems());
         }
+    }
+
+    /**
+     * Quantized inputs and outputs (AI Hub's --quantize_io): the mask, the cache entries and the logits cross the
+     * graph as uint16 / uint8 with no QuantizeLinear behind an input nor DequantizeLinear in front of an output; the
+     * graph passes the pre-flight, and fed through the encodings it lists it scores exactly what the float-IO graph does.
+     */
+    @Test
+    void quantizedInputsAndOutputsComputeWhatTheFloatBoundaryGraphDoes() throws Exception {
+        ActivationEncodings io = new ActivationEncodings(w8a16.settings().withQuantizedIo(true), w8a16.rangeMethod(),
+                w8a16.calibrationSequences(), w8a16.noisiest(), w8a16.tensors());
+        Path qio = export(w8, io, "w8a16-io");
+        assertTrue(ExportInfo.read(qio).quantizedIo());
+        for (String graph : List.of("prompt.onnx", "token.onnx")) {
+            ModelProto m = read(qio.resolve("onnx").resolve(graph));
+            Map<String, QuantizedIo.Boundary> b = QuantizedIo.encodings(m.getGraph());
+            assertEquals(DataType.UINT16, b.get("attention_mask").type(), graph);
+            assertEquals(DataType.UINT8, b.get("past_key_values.0.key").type(), graph);
+            assertEquals(DataType.UINT8, b.get("present.1.value").type(), graph);
+            assertEquals(DataType.UINT16, b.get("logits").type(), graph);
+            assertEquals(w8a16.tensors().get("logits").scale(), b.get("logits").scale(), graph);
+            assertTrue(m.getGraph().getInputList().stream().noneMatch(v -> v.getType().getTensorType().getElemType()
+                    == DataType.FLOAT.getNumber()), graph + ": no float input is left");
+            assertTrue(m.getGraph().getOutputList().stream().noneMatch(v -> v.getType().getTensorType().getElemType()
+                    == DataType.FLOAT.getNumber()), graph + ": no float output is left");
+            QnnPreflight.Report r = QnnPreflight.check(qio.resolve("onnx").resolve(graph), Precision.W8A16);
+            assertTrue(r.clean(), graph + ": " + r.problems());
+        }
+        assertEquals(perplexity(export(w8, w8a16, "w8a16")), perplexity(qio), 0.0);
     }
 
     @Test

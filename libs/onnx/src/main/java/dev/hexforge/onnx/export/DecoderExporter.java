@@ -11,6 +11,7 @@ import dev.hexforge.io.Folders;
 import dev.hexforge.onnx.proto.Onnx.ModelProto;
 import dev.hexforge.onnx.qdq.ActivationEncodings;
 import dev.hexforge.onnx.qdq.ActivationQdq;
+import dev.hexforge.onnx.qdq.QuantizedIo;
 import dev.hexforge.progress.Progress;
 
 import java.io.IOException;
@@ -102,6 +103,11 @@ public final class DecoderExporter {
         }
         ActivationEncodings act = !isStatic || activations == null ? null
                 : genie ? GenieIo.encodings(activations, c.numLayers()) : activations;
+        boolean quantizedIo = act != null && act.settings().quantizedIo();
+        if (quantizedIo && genie) {
+            throw new ExportException("quantized inputs and outputs (quantize.quantizeIo) are for the static layout: the QNN "
+                    + "converter gives Genie's graphs quantized inputs and outputs itself (metadata.json lists their encodings)");
+        }
         int opset = Math.max(Math.max(opt.opset(), format.minOpset()), act != null ? ActivationQdq.OPSET : 0);
         Path onnxDir = Files.createDirectories(dir.resolve("onnx"));
         // Genie's graphs take each position's cos / sin as inputs: no tables
@@ -112,6 +118,7 @@ public final class DecoderExporter {
         if (act != null) {
             meta.put("hexforge.activations", act.settings().id());
             meta.put("hexforge.kv_bits", Integer.toString(act.settings().kvBits()));
+            meta.put("hexforge.quantized_io", Boolean.toString(quantizedIo));
         }
         Map<String, String> graphs = new LinkedHashMap<>();
         if (isStatic) {
@@ -127,6 +134,9 @@ public final class DecoderExporter {
                             parts.get(p), opt.variant());
                     if (act != null) {
                         graph = ActivationQdq.apply(graph, act.tensors(), n -> readFloats(onnxDir, weights.get(n)));
+                        if (quantizedIo) {
+                            graph = QuantizedIo.apply(graph);
+                        }
                     }
                     writeModel(graph, onnxDir.resolve(file));
                     graphs.put(role, "onnx/" + file);
@@ -150,7 +160,7 @@ public final class DecoderExporter {
                 isStatic ? opt.promptLength() : 0, isStatic ? opt.contextLength() : 0, DecoderGraph.MASK_NEGATIVE,
                 c.numLayers(), c.numKvHeads(), c.headDim(), c.vocabSize(), c.maxPositionEmbeddings(), c.eosTokenIds(),
                 ckpt.name(), c.tieWordEmbeddings() ? 0 : GraphParts.bytes(weights.stored(), TensorNames.EMBED),
-                isStatic ? null : DecoderGraph.LOGITS_FROM, ExportInfo.HEXFORGE_VERSION, precision(format, act));
+                isStatic ? null : DecoderGraph.LOGITS_FROM, ExportInfo.HEXFORGE_VERSION, precision(format, act), quantizedIo);
         info.write(dir);
         return info;
     }

@@ -24,6 +24,8 @@ import java.util.Map;
  *                      exports made before it
  * @param precision     what the graphs compute in, as AI Hub names it: w8a16, w4a16, w8a8 (every activation quantized),
  *                      w8, w4 (weights only), float; null for exports made before it
+ * @param quantizedIo   the static graphs' inputs and outputs are in their quantized types (uint16 / uint8 at the
+ *                      encodings {@link dev.hexforge.onnx.qdq.QuantizedIo#encodings} reads from each graph)
  */
 public record ExportInfo(
         int formatVersion,
@@ -44,7 +46,8 @@ public record ExportInfo(
         long lookupBytes,
         String logitsFrom,
         String hexforgeVersion,
-        String precision) {
+        String precision,
+        boolean quantizedIo) {
 
     public static final String FILE = "export.json";
     public static final String HEXFORGE_VERSION = "0.1.0";

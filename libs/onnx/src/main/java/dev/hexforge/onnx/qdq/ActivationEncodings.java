@@ -37,6 +37,7 @@ public record ActivationEncodings(Activations settings, String rangeMethod, int 
         ObjectNode root = JSON.createObjectNode();
         root.put("activations", settings.bits());
         root.put("kvBits", settings.kvBits());
+        root.put("quantizedIo", settings.quantizedIo());
         root.put("rangeMethod", rangeMethod);
         root.put("calibrationSequences", calibrationSequences);
         noisiest.forEach(root.putArray("noisiest")::add);
@@ -63,7 +64,8 @@ public record ActivationEncodings(Activations settings, String rangeMethod, int 
                     e.getValue().path("zeroPoint").asInt())));
             List<String> noisiest = new ArrayList<>();
             root.path("noisiest").forEach(n -> noisiest.add(n.asText()));
-            return new ActivationEncodings(new Activations(root.path("activations").asInt(), root.path("kvBits").asInt()),
+            return new ActivationEncodings(new Activations(root.path("activations").asInt(), root.path("kvBits").asInt(),
+                    root.path("quantizedIo").asBoolean()),
                     root.path("rangeMethod").asText(), root.path("calibrationSequences").asInt(), noisiest, tensors);
         } catch (IOException | IllegalArgumentException e) {
             throw new IllegalArgumentException(file + ": not readable activation encodings: " + e.getMessage(), e);

@@ -5,9 +5,10 @@ import java.util.Locale;
 /**
  * How a static graph's activations are stored: {@code bits} for every activation (16 or 8; 0 keeps them float, the
  * weight-only graph), {@code kvBits} for the KV cache entries (8 or 16). The precision users name, {@code w4a16} and the
- * like, is the weights' bits with these.
+ * like, is the weights' bits with these. {@code quantizedIo}: the graphs' inputs and outputs themselves in their
+ * quantized types (AI Hub's {@code --quantize_io}, see {@link QuantizedIo}); needs quantized activations.
  */
-public record Activations(int bits, int kvBits) {
+public record Activations(int bits, int kvBits, boolean quantizedIo) {
     public static final Activations FLOAT = new Activations(0, 0);
     public static final int DEFAULT_KV_BITS = 8;
 
@@ -18,9 +19,21 @@ public record Activations(int bits, int kvBits) {
         if (bits != 0 && kvBits != 8 && kvBits != 16) {
             throw new IllegalArgumentException("the KV cache is 8 or 16 bits, got " + kvBits);
         }
+        if (bits == 0 && quantizedIo) {
+            throw new IllegalArgumentException("quantized inputs and outputs need quantized activations, not float");
+        }
         if (bits == 0) {
             kvBits = 0;
         }
+    }
+
+    public Activations(int bits, int kvBits) {
+        this(bits, kvBits, false);
+    }
+
+    /** These settings with the graphs' inputs and outputs quantized or not. */
+    public Activations withQuantizedIo(boolean io) {
+        return new Activations(bits, kvBits, io);
     }
 
     public boolean quantized() {

@@ -26,6 +26,20 @@ public final class HtpOpSupport {
             "Softmax", "SpaceToDepth", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Tile", "TopK", "Transpose",
             "Unsqueeze", "Where");
 
+    /**
+     * The operators whose HTP implementation has a 16-bit activation configuration (QNN's {@code INT16}: uint16
+     * fixed point in and out), as QAIRT 2.39's HTP op definition supplement and HTP op-support history list them and
+     * as ONNX Runtime's QNN provider tests them on HTP with uint16 Q / DQ: the element-wise binary ops (Add, Sub, Mul,
+     * Div, Pow, Min, Max, Where), the unary ops and neurons with a 16-bit form, Softmax, MatMul, Gemm and Conv (a16w8 /
+     * a16w4), the reductions, and the data movers, which carry their input's encoding. An op left out (Cos, Sin, Exp:
+     * 8-bit forms only; the pools and the rest: not documented at 16 bits) is not assumed to take them.
+     */
+    static final Set<String> INT16_ACTIVATIONS = Set.of(
+            "Abs", "Add", "ArgMax", "ArgMin", "Atan", "Ceil", "Concat", "Conv", "DepthToSpace", "Div", "Expand", "Flatten",
+            "Gather", "Gelu", "Gemm", "GridSample", "HardSwish", "Identity", "Log", "MatMul", "Max", "Min", "Mul", "Neg",
+            "Pow", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceSum", "Reshape", "Sigmoid", "Sign", "Slice", "Softmax",
+            "SpaceToDepth", "Split", "Sqrt", "Squeeze", "Sub", "Tanh", "Transpose", "Unsqueeze", "Where");
+
     static final Set<Integer> TYPES = Set.of(DataType.FLOAT.getNumber(), DataType.FLOAT16.getNumber(),
             DataType.INT32.getNumber(), DataType.UINT32.getNumber(), DataType.INT8.getNumber(), DataType.UINT8.getNumber(),
             DataType.INT16.getNumber(), DataType.UINT16.getNumber(), DataType.BOOL.getNumber(), DataType.INT4.getNumber(),
@@ -42,6 +56,11 @@ public final class HtpOpSupport {
 
     public static boolean isSupported(String domain, String op) {
         return (domain.isEmpty() || domain.equals("ai.onnx")) && OPS.contains(op);
+    }
+
+    /** Whether the HTP runs {@code op} with 16-bit activations (see {@link #INT16_ACTIVATIONS}). */
+    public static boolean takes16BitActivations(String domain, String op) {
+        return isSupported(domain, op) && INT16_ACTIVATIONS.contains(op);
     }
 
     public static boolean typeRuns(int elemType) {

@@ -15,6 +15,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -29,7 +30,16 @@ public final class QnnPreflight {
     /** The HTP's per-graph weight limit, 2 GiB (the job spec's default {@code export.maxGraphMb}). */
     public static final long GRAPH_WEIGHT_LIMIT_BYTES = (long) JobSpec.Export.DEFAULT_MAX_GRAPH_MB << 20;
 
-    public record OpUse(String domain, String opType, int count, boolean supported) {
+    /**
+     * @param sixteenBitUses how many of the op's nodes take a 16-bit activation (the output of a DequantizeLinear
+     *                       of uint16 / int16 data)
+     * @param takes16Bit     whether the HTP has a 16-bit activation form of the op
+     */
+    public record OpUse(String domain, String opType, int count, boolean supported, int sixteenBitUses, boolean takes16Bit) {
+        /** Whether the graph gives this op 16-bit activations the HTP has no form for. */
+        public boolean lacks16Bit() {
+            return sixteenBitUses > 0 && !takes16Bit;
+        }
     }
 
     /**
@@ -41,7 +51,7 @@ public final class QnnPreflight {
     public record Report(String graph, List<OpUse> ops, List<String> dynamicDimensions, List<String> unsupportedTypes,
                          long weightBytes, long weightLimitBytes, Precision precision, List<String> floatActivations) {
         public boolean clean() {
-            return ops.stream().allMatch(OpUse::supported) && dynamicDimensions.isEmpty() && unsupportedTypes.isEmpty()
+            return ops.stream().allMatch(o -> o.supported() && !o.lacks16Bit()) && dynamicDimensions.isEmpty() && unsupportedTypes.isEmpty()
                     && weightBytes <= weightLimitBytes && floatActivations.isEmpty();
         }
 
@@ -49,6 +59,9 @@ public final class QnnPreflight {
             List<String> p = new ArrayList<>();
             ops.stream().filter(o -> !o.supported()).forEach(o -> p.add("op " + (o.domain().isEmpty() ? "" : o.domain() + ".")
                     + o.opType() + " (" + o.count() + "x) is not supported by the HTP backend"));
+            ops.stream().filter(o -> o.supported() && o.lacks16Bit()).forEach(o -> p.add("op " + o.opType() + " ("
+                    + o.sixteenBitUses() + "x) takes 16-bit activations, which the HTP has no form of the op for: quantize "
+                    + "its inputs to 8 bits or replace the op"));
             dynamicDimensions.forEach(d -> p.add("dynamic dimension: " + d));
             unsupportedTypes.forEach(t -> p.add("element type HTP cannot run: " + t));
             if (weightBytes > weightLimitBytes) {
@@ -86,12 +99,16 @@ public final class QnnPreflight {
     }
 
     static Report check(String name, GraphProto g, Precision precision) {
+        Set<String> sixteenBit = sixteenBitActivations(g);
         Map<String, OpUse> ops = new TreeMap<>();
         for (NodeProto n : g.getNodeList()) {
             String key = n.getDomain() + "::" + n.getOpType();
             OpUse prev = ops.get(key);
+            boolean uses16 = !QDQ.contains(n.getOpType()) && n.getInputList().stream().anyMatch(sixteenBit::contains);
             ops.put(key, new OpUse(n.getDomain(), n.getOpType(), prev == null ? 1 : prev.count() + 1,
-                    HtpOpSupport.isSupported(n.getDomain(), n.getOpType())));
+                    HtpOpSupport.isSupported(n.getDomain(), n.getOpType()),
+                    (prev == null ? 0 : prev.sixteenBitUses()) + (uses16 ? 1 : 0),
+                    HtpOpSupport.takes16BitActivations(n.getDomain(), n.getOpType())));
         }
         List<String> dynamic = new ArrayList<>();
         List<String> badTypes = new ArrayList<>();
@@ -118,6 +135,28 @@ public final class QnnPreflight {
         }
         List<String> floats = precision != null && precision.quantizesActivations() ? ElementTypes.floatActivations(g) : List.of();
         return new Report(name, List.copyOf(ops.values()), dynamic, badTypes, weightBytes, GRAPH_WEIGHT_LIMIT_BYTES, precision, floats);
+    }
+
+    private static final Set<String> QDQ = Set.of("QuantizeLinear", "DequantizeLinear");
+
+    /** The outputs of every DequantizeLinear whose data is 16-bit: the values ops receive as 16-bit activations. */
+    private static Set<String> sixteenBitActivations(GraphProto g) {
+        Map<String, Integer> types = new HashMap<>();
+        g.getInitializerList().forEach(t -> types.put(t.getName(), t.getDataType()));
+        g.getInputList().forEach(v -> types.put(v.getName(), v.getType().getTensorType().getElemType()));
+        for (NodeProto n : g.getNodeList()) {
+            if (n.getOpType().equals("QuantizeLinear") && n.getInputCount() > 2) {
+                types.put(n.getOutput(0), types.getOrDefault(n.getInput(2), 0));
+            }
+        }
+        Set<Integer> wide = Set.of(TensorProto.DataType.UINT16.getNumber(), TensorProto.DataType.INT16.getNumber());
+        Set<String> out = new HashSet<>();
+        for (NodeProto n : g.getNodeList()) {
+            if (n.getOpType().equals("DequantizeLinear") && wide.contains(types.getOrDefault(n.getInput(0), 0))) {
+                out.add(n.getOutput(0));
+            }
+        }
+        return out;
     }
 
     private static void checkValues(String kind, List<ValueInfoProto> values, List<String> dynamic, List<String> badTypes) {

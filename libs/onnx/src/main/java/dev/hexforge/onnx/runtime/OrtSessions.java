@@ -6,6 +6,12 @@ import ai.onnxruntime.OrtException;
 import ai.onnxruntime.OrtProvider;
 import ai.onnxruntime.OrtSession;
 
+import dev.hexforge.onnx.proto.Onnx.ModelProto;
+import dev.hexforge.onnx.qdq.QuantizedIo;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 
@@ -54,6 +60,20 @@ public final class OrtSessions {
      */
     public static OrtSession open(Path model, int threads, Map<String, String> qnn, Path profilePrefix,
                                   Map<String, ? extends OnnxTensorLike> initializers) {
+        return open(model, threads, qnn, profilePrefix, initializers, false);
+    }
+
+    /**
+     * As {@link #open(Path, int, Map, Path)}, for a graph whose inputs and outputs are in quantized types: the session
+     * runs it behind a float boundary ({@link QuantizedIo#floatBoundary}), since this API has no uint16 tensors. The
+     * rewritten graph is loaded from memory; its external weights are read from the graph's folder.
+     */
+    public static OrtSession openFloatBoundary(Path model, int threads, Map<String, String> qnn, Path profilePrefix) {
+        return open(model, threads, qnn, profilePrefix, Map.of(), true);
+    }
+
+    private static OrtSession open(Path model, int threads, Map<String, String> qnn, Path profilePrefix,
+                                   Map<String, ? extends OnnxTensorLike> initializers, boolean floatBoundary) {
         try (OrtSession.SessionOptions so = new OrtSession.SessionOptions()) { // the session keeps a copy of its options
             for (Map.Entry<String, ? extends OnnxTensorLike> e : initializers.entrySet()) {
                 so.addInitializer(e.getKey(), e.getValue());
@@ -71,9 +91,22 @@ public final class OrtSessions {
                 so.addConfigEntry("session.disable_cpu_ep_fallback", "1");
                 so.addQnn(qnn);
             }
+            if (floatBoundary) {
+                so.addConfigEntry("session.model_external_initializers_file_folder_path",
+                        model.toAbsolutePath().getParent().toString());
+                return OrtEnvironment.getEnvironment().createSession(floatBoundary(model), so);
+            }
             return OrtEnvironment.getEnvironment().createSession(model.toString(), so);
         } catch (OrtException e) {
             throw new OnnxRuntimeException(model + ": ONNX Runtime cannot load the model: " + e.getMessage(), e);
+        }
+    }
+
+    private static byte[] floatBoundary(Path model) {
+        try (InputStream in = Files.newInputStream(model)) {
+            return QuantizedIo.floatBoundary(ModelProto.parseFrom(in)).toByteArray();
+        } catch (IOException e) {
+            throw new OnnxRuntimeException(model + ": cannot read the model: " + e.getMessage(), e);
         }
     }
 }

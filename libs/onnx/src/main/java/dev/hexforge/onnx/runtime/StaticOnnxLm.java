@@ -65,7 +65,9 @@ public final class StaticOnnxLm implements CausalLm {
 
     private void open(Path dir, String kind, int threads, Map<String, String> qnn, Path profileDir, List<Part> into) {
         for (String role : info.roles(kind)) {
-            OrtSession s = OrtSessions.open(info.graph(dir, role), threads, qnn, profileDir == null ? null : profileDir.resolve(role));
+            Path profile = profileDir == null ? null : profileDir.resolve(role);
+            OrtSession s = info.quantizedIo() ? OrtSessions.openFloatBoundary(info.graph(dir, role), threads, qnn, profile)
+                    : OrtSessions.open(info.graph(dir, role), threads, qnn, profile);
             int from = Integer.MAX_VALUE;
             int to = 0;
             boolean first = s.getInputNames().contains("input_ids");

@@ -96,6 +96,43 @@ class QnnPreflightTest {
         return f;
     }
 
+    /**
+     * An op the HTP has no 16-bit form of (Cos) fails a w8a16 pre-flight when it is given 16-bit activations and
+     * passes when they are 8-bit; an op with a 16-bit form (Sigmoid) passes at 16 bits; the exported w*a16 graphs
+     * use only ops with 16-bit forms.
+     */
+    @Test
+    void sixteenBitActivationsOnlyReachOpsTheHtpRunsAtSixteenBits() throws Exception {
+        QnnPreflight.Report cos16 = QnnPreflight.check(unary("Cos", 16), Precision.W8A16);
+        assertFalse(cos16.clean());
+        assertTrue(String.join("\n", cos16.problems()).contains("op Cos (1x) takes 16-bit activations"), cos16.problems().toString());
+        assertTrue(QnnPreflight.check(unary("Cos", 8), Precision.W8A8).clean());
+        QnnPreflight.Report sigmoid = QnnPreflight.check(unary("Sigmoid", 16), Precision.W8A16);
+        assertTrue(sigmoid.clean(), sigmoid.problems().toString());
+        assertEquals(1, sigmoid.ops().stream().filter(o -> o.opType().equals("Sigmoid")).findFirst().orElseThrow().sixteenBitUses());
+        QnnPreflight.Report mm = QnnPreflight.check(tiny(false), Precision.W8A16);
+        assertTrue(mm.ops().stream().filter(o -> o.opType().equals("MatMul")).allMatch(o -> o.sixteenBitUses() == 1 && o.takes16Bit()));
+    }
+
+    /** x → Q → DQ → {@code op} → Q → DQ → y at {@code bits}. */
+    private static Path unary(String op, int bits) throws Exception {
+        dev.hexforge.onnx.builder.GraphBuilder g = new dev.hexforge.onnx.builder.GraphBuilder("qdq", 17);
+        var F = dev.hexforge.onnx.proto.Onnx.TensorProto.DataType.FLOAT;
+        String x = g.input("x", F, 1L, 4L);
+        String scale = g.constFloat(new long[]{}, 0.01f);
+        String zp = bits == 16
+                ? g.inlineInitializer("zp", dev.hexforge.onnx.proto.Onnx.TensorProto.DataType.UINT16, new long[]{}, new byte[]{0, (byte) 0x80})
+                : g.inlineInitializer("zp", dev.hexforge.onnx.proto.Onnx.TensorProto.DataType.UINT8, new long[]{}, new byte[]{(byte) 128});
+        String xq = g.op("/in", "DequantizeLinear", java.util.List.of(g.op("/in", "QuantizeLinear", java.util.List.of(x, scale, zp)), scale, zp));
+        String v = g.op("/op", op, java.util.List.of(xq));
+        String y = g.op("/out", "DequantizeLinear", java.util.List.of(g.op("/out", "QuantizeLinear", java.util.List.of(v, scale, zp)), scale, zp));
+        g.rename(y, "y");
+        g.output("y", F, 1L, 4L);
+        Path f = tmp.resolve(op + bits + ".onnx");
+        Files.write(f, g.build("test", "0", java.util.Map.of()).toByteArray());
+        return f;
+    }
+
     @Test
     void garbageFileIsAClearError() throws Exception {
         Path f = tmp.resolve("junk.onnx");
