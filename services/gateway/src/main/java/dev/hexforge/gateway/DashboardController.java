@@ -1,6 +1,11 @@
 package dev.hexforge.gateway;
 
 import dev.hexforge.contracts.JobSpecSchema;
+import dev.hexforge.gateway.auth.TokenEntity;
+import dev.hexforge.gateway.auth.TokenFilter;
+import dev.hexforge.gateway.auth.TokenService;
+import dev.hexforge.gateway.auth.UiSessionService;
+import dev.hexforge.gateway.config.GatewayProperties;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import org.springframework.http.HttpHeaders;
@@ -21,8 +26,8 @@ import java.util.Optional;
  * in place of the Authorization header (device tokens are not accepted), and the sign-out that closes it.
  */
 @RestController
-class DashboardController {
-    static final String COOKIE = "hexforge_session";
+public class DashboardController {
+    public static final String COOKIE = "hexforge_session";
     private final TokenService tokens;
     private final UiSessionService sessions;
 

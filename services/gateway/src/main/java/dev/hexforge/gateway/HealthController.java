@@ -1,5 +1,6 @@
 package dev.hexforge.gateway;
 
+import dev.hexforge.gateway.config.Readiness;
 import dev.hexforge.web.UnavailableFilter;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;

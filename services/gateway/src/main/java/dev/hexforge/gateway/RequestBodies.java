@@ -13,19 +13,19 @@ import java.util.Map;
  * Request bodies read up to their limit and no further: a larger body is refused (413) before it is buffered,
  * whatever Content-Length claims.
  */
-final class RequestBodies {
+public final class RequestBodies {
     private RequestBodies() {
     }
 
     /** A body over its limit. */
-    static final class TooLargeException extends RuntimeException {
+    public static final class TooLargeException extends RuntimeException {
         TooLargeException(String what, int max) {
             super("the " + what + " is larger than " + max + " bytes");
         }
     }
 
     /** The body as UTF-8 text, at most {@code max} bytes of it. */
-    static String read(HttpServletRequest request, int max, String what) throws IOException {
+    public static String read(HttpServletRequest request, int max, String what) throws IOException {
         if (request.getContentLengthLong() > max) {
             throw new TooLargeException(what, max);
         }
@@ -40,7 +40,7 @@ final class RequestBodies {
      * The 413 answer, written and flushed here: the container closes a connection whose unread body is over its
      * swallow limit, and would drop an answer still in its buffer.
      */
-    static void answer(TooLargeException e, HttpServletResponse response) throws IOException {
+    public static void answer(TooLargeException e, HttpServletResponse response) throws IOException {
         byte[] body = ContractsJson.MAPPER.writeValueAsBytes(Map.of("error", e.getMessage()));
         response.setStatus(HttpStatus.PAYLOAD_TOO_LARGE.value());
         response.setHeader("Connection", "close");

@@ -2,6 +2,7 @@ package dev.hexforge.gateway;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.hexforge.gateway.auth.TokenService;
 import dev.hexforge.infra.EmbeddedInfra;
 import dev.hexforge.infra.EmbeddedS3;
 import dev.hexforge.store.ArtifactStore;
