@@ -32,15 +32,15 @@ final class ExportCommand implements Callable<Integer> {
             r = ExportPass.run(model, opt, out, bar);
             bar.finish();
         }
-        ((List<?>) r.report().get("warnings")).forEach(w -> System.err.println("warning: " + w));
-        double secs = ((Number) r.report().get("seconds")).doubleValue();
+        ExportPass.Report rep = r.report();
+        rep.warnings().forEach(w -> System.err.println("warning: " + w));
         if (json) {
-            new Json().put("out", out.toAbsolutePath().toString()).put("variant", r.report().get("variant"))
-                    .put("formats", r.report().get("formats")).put("graphs", r.report().get("graphs")).put("seconds", secs).print();
+            new Json().put("out", out.toAbsolutePath().toString()).put("variant", rep.variant())
+                    .put("formats", rep.formats()).put("graphs", rep.graphs()).put("seconds", rep.seconds()).print();
         } else {
-            System.out.printf("exported %s (%s) to %s in %.1fs: %s%n", model.getFileName(), r.report().get("variant"),
-                    r.outputs().size() == 1 ? out : r.outputs().stream().map(ExportPass.Output::dir).toList(), secs,
-                    ((Map<?, ?>) r.report().get("graphs")).values());
+            System.out.printf("exported %s (%s) to %s in %.1fs: %s%n", model.getFileName(), rep.variant(),
+                    r.outputs().size() == 1 ? out : r.outputs().stream().map(ExportPass.Output::dir).toList(), rep.seconds(),
+                    rep.graphs().values());
         }
         return 0;
     }

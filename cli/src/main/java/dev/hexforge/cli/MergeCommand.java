@@ -22,12 +22,13 @@ final class MergeCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         MergePass.Result r = MergePass.run(model, adapter, out);
+        MergePass.Report rep = r.report();
         if (json) {
-            new Json().put("out", out.toAbsolutePath().toString()).put("merged_linears", r.report().get("mergedLinears"))
-                    .put("scale", r.report().get("scale")).print();
+            new Json().put("out", out.toAbsolutePath().toString()).put("merged_linears", rep.mergedLinears())
+                    .put("scale", rep.scale()).print();
         } else {
-            System.out.printf("merged %s adapted linears (r=%s, scale %.3f) into %s%n", r.report().get("mergedLinears"),
-                    r.report().get("rank"), ((Number) r.report().get("scale")).doubleValue(), out);
+            System.out.printf("merged %d adapted linears (r=%d, scale %.3f) into %s%n", rep.mergedLinears(), rep.rank(),
+                    rep.scale(), out);
         }
         return 0;
     }

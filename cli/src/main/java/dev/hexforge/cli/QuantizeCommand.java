@@ -108,7 +108,7 @@ final class QuantizeCommand implements Callable<Integer> {
         QuantizationReport rep = r.report();
         rep.warnings().forEach(w -> System.err.println("warning: " + w));
         if (exported != null) {
-            ((List<?>) exported.report().get("warnings")).forEach(w -> System.err.println("warning: " + w));
+            exported.report().warnings().forEach(w -> System.err.println("warning: " + w));
         }
         if (json) {
             new Json().put("gate_passed", rep.gatePassed()).put("float_perplexity", rep.floatPerplexity())

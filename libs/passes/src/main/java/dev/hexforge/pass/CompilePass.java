@@ -34,6 +34,10 @@ public final class CompilePass {
         }
     }
 
+    /**
+     * @param report the bundle's {@code manifest.json} with the compile's time: a document whose fields are the target's
+     *               (graphs and their IO, tool versions, a Genie bundle's parts and device memory), so it stays JSON
+     */
     public record Result(Path bundle, String kind, Map<String, Object> report) {
     }
 

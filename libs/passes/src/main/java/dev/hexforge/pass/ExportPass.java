@@ -1,5 +1,6 @@
 package dev.hexforge.pass;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.compile.OrtQnnBundler;
 import dev.hexforge.contracts.JobSpec;
@@ -27,7 +28,6 @@ import dev.hexforge.tokenizer.Tokenizer;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -75,7 +75,19 @@ public final class ExportPass {
     public record Output(Path dir, String kind) {
     }
 
-    public record Result(List<Output> outputs, Map<String, Object> report) {
+    public record Result(List<Output> outputs, Report report) {
+    }
+
+    /**
+     * What the export stage reports.
+     *
+     * @param graphs    the first output's graphs by role
+     * @param precision what the graphs compute in (w8a16, w4, ...); null for a float model's export
+     * @param formats   the kind of each output folder
+     */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record Report(Map<String, String> graphs, String precision, String variant, List<String> formats,
+                         List<String> warnings, double seconds) {
     }
 
     private ExportPass() {
@@ -99,7 +111,8 @@ public final class ExportPass {
         String variant = o.export().variant().id();
         List<Output> outputs = new ArrayList<>();
         List<String> warnings = new ArrayList<>();
-        Map<String, Object> report = new LinkedHashMap<>();
+        Map<String, String> graphs = null;
+        String precision = null;
         try (Checkpoint ckpt = Checkpoint.open(model)) {
             MemoryPlan.require(MemoryPlan.streaming(Stage.EXPORT, ckpt.config()));
             warnings.addAll(ckpt.warnings());
@@ -108,7 +121,7 @@ public final class ExportPass {
             if (!QuantizedCheckpoint.isQuantized(model)) {
                 ExportInfo info = DecoderExporter.export(ckpt, out, o.export(), LinearFormat.FLOAT, progress);
                 outputs.add(new Output(out, "onnx-" + variant));
-                report.put("graphs", info.graphs());
+                graphs = info.graphs();
             } else {
                 qm = QuantizedCheckpoint.read(ckpt);
                 // the quantize pass's calibrated activation ranges: a static QDQ export is then fully quantized
@@ -125,17 +138,19 @@ public final class ExportPass {
                     if (f == Format.QDQ && o.encodings()) {
                         if (AimetEncodings.supports(qm)) {
                             // the converter is told the encoding of every tensor of the graphs it converts
-                            ActivationEncodings graphs = act != null && o.export().variant() == Variant.GENIE
+                            ActivationEncodings converted = act != null && o.export().variant() == Variant.GENIE
                                     ? GenieIo.encodings(act, ckpt.config().numLayers()) : act;
-                            AimetEncodings.write(qm, List.of(), graphs, dir.resolve(AimetEncodings.FILE));
+                            AimetEncodings.write(qm, List.of(), converted, dir.resolve(AimetEncodings.FILE));
                         } else {
                             warnings.add("no " + AimetEncodings.FILE + " for the QNN converter: AIMET encodings 0.5.0 have no "
                                     + "block encodings, so only per-channel specs (group 0, an int8 head) can be written");
                         }
                     }
                     outputs.add(new Output(dir, "onnx-" + variant + "-" + f.id()));
-                    report.putIfAbsent("graphs", info.graphs());
-                    report.putIfAbsent("precision", info.precision());
+                    if (graphs == null) {
+                        graphs = info.graphs();
+                        precision = info.precision();
+                    }
                 }
             }
             // a fully quantized graph's reference is the graph itself on this CPU (ONNX Runtime runs its Q / DQ as fake
@@ -158,11 +173,8 @@ public final class ExportPass {
                 }
             }
         }
-        report.put("variant", variant);
-        report.put("formats", outputs.stream().map(Output::kind).toList());
-        report.put("warnings", warnings);
-        report.put("seconds", (System.nanoTime() - t0) / 1e9);
-        return new Result(outputs, report);
+        return new Result(outputs, new Report(graphs, precision, variant, outputs.stream().map(Output::kind).toList(), warnings,
+                (System.nanoTime() - t0) / 1e9));
     }
 
     /**

@@ -1,5 +1,6 @@
 package dev.hexforge.pass;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.forward.DecoderWeights;
@@ -33,7 +34,18 @@ public final class FinetunePass {
 
     /** The adapter folder (its checkpoints removed), the trainer's report and the summary a stage reports. */
     public record Result(Path adapter, TrainingReport training, DataReport data, int trainExamples, int evalExamples,
-                         Map<String, Object> report) {
+                         Summary report) {
+    }
+
+    /**
+     * What the finetune stage reports; the dashboard draws {@code lossCurve} ([step, loss] per step) and
+     * {@code epochs} (train and eval loss per epoch). A metric not measured (NaN) is left out rather than faked, as JSON
+     * has no NaN.
+     */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record Summary(int steps, int resumedFromStep, double seconds, double tokensPerSecond, long trainableParameters,
+                          int examples, int truncated, int dropped, int evalExamples, List<double[]> lossCurve,
+                          List<Map<String, Double>> epochs, Double trainLoss, Double evalLoss, Double exactMatch) {
     }
 
     private FinetunePass() {
@@ -73,24 +85,18 @@ public final class FinetunePass {
         }
     }
 
-    private static Map<String, Object> summary(TrainingReport report, DataReport data, int evalExamples) {
-        Map<String, Object> summary = new LinkedHashMap<>();
-        summary.put("steps", report.steps());
-        summary.put("resumedFromStep", report.resumedFromStep());
-        summary.put("seconds", report.seconds());
-        summary.put("tokensPerSecond", report.tokensPerSecond());
-        summary.put("trainableParameters", report.trainableParameters());
-        summary.put("examples", data.examples());
-        summary.put("truncated", data.truncated());
-        summary.put("dropped", data.dropped());
-        summary.put("evalExamples", evalExamples);
-        // the dashboard draws these: [step, loss] per step, and train/eval loss per epoch
-        summary.put("lossCurve", report.lossCurve().stream().filter(p -> Double.isFinite(p[1])).toList());
-        summary.put("epochs", report.epochs().stream().map(m -> finite(Map.of("epoch", (double) m.epoch(),
-                "trainLoss", m.trainLoss(), "evalLoss", m.evalLoss()))).toList());
+    private static Summary summary(TrainingReport report, DataReport data, int evalExamples) {
         TrainingListener.EpochMetrics last = report.last();
-        summary.putAll(finite(Map.of("trainLoss", last.trainLoss(), "evalLoss", last.evalLoss(), "exactMatch", last.exactMatch())));
-        return summary;
+        return new Summary(report.steps(), report.resumedFromStep(), report.seconds(), report.tokensPerSecond(),
+                report.trainableParameters(), data.examples(), data.truncated(), data.dropped(), evalExamples,
+                report.lossCurve().stream().filter(p -> Double.isFinite(p[1])).toList(),
+                report.epochs().stream().map(m -> finite(Map.of("epoch", (double) m.epoch(), "trainLoss", m.trainLoss(),
+                        "evalLoss", m.evalLoss()))).toList(),
+                finiteOrNull(last.trainLoss()), finiteOrNull(last.evalLoss()), finiteOrNull(last.exactMatch()));
+    }
+
+    private static Double finiteOrNull(double v) {
+        return Double.isFinite(v) ? v : null;
     }
 
     /** The finite values of {@code m}: JSON has no NaN, and a metric not measured is left out rather than faked. */

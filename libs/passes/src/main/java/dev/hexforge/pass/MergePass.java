@@ -7,14 +7,16 @@ import dev.hexforge.lora.LoraMerge;
 import dev.hexforge.memory.MemoryPlan;
 
 import java.nio.file.Path;
-import java.util.LinkedHashMap;
-import java.util.Map;
 
 /** The merge stage: a PEFT LoRA adapter merged into its base model (PEFT's merge_and_unload), a full Hugging Face folder. */
 public final class MergePass {
     public static final String KIND = "hf-model";
 
-    public record Result(Path model, Map<String, Object> report) {
+    public record Result(Path model, Report report) {
+    }
+
+    /** What the merge stage reports: the linears an adapter changed, its rank and scale, the time taken. */
+    public record Report(int mergedLinears, int rank, float scale, double seconds) {
     }
 
     private MergePass() {
@@ -26,12 +28,8 @@ public final class MergePass {
             MemoryPlan.require(MemoryPlan.streaming(Stage.MERGE, ckpt.config()));
             LoraAdapter a = LoraAdapter.read(adapter, ckpt.config());
             LoraMerge.merge(ckpt, a, out);
-            Map<String, Object> report = new LinkedHashMap<>();
-            report.put("mergedLinears", a.deltas().size());
-            report.put("rank", a.config().r());
-            report.put("scale", a.config().scale());
-            report.put("seconds", (System.nanoTime() - t0) / 1e9);
-            return new Result(out, report);
+            return new Result(out, new Report(a.deltas().size(), a.config().r(), a.config().scale(),
+                    (System.nanoTime() - t0) / 1e9));
         }
     }
 }

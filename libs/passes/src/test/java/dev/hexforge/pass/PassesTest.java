@@ -81,7 +81,7 @@ class PassesTest {
     void theMergePassGivesTheReferenceMergeAndTheExportPassTheGenieLayout() throws Exception {
         Path merged = tmp.resolve("merged");
         MergePass.Result m = MergePass.run(Fixtures.qwen2Tiny(), Fixtures.root().resolve("lora-task/reference_adapter"), merged);
-        assertTrue(((Number) m.report().get("mergedLinears")).intValue() > 0, m.report().toString());
+        assertTrue(m.report().mergedLinears() > 0, m.report().toString());
         try (SafetensorsFile got = SafetensorsFile.open(merged.resolve("model.safetensors"));
              SafetensorsFile want = SafetensorsFile.open(Fixtures.root().resolve("lora-task/merged/model.safetensors"))) {
             String name = "model.layers.0.self_attn.q_proj.weight";
@@ -96,7 +96,7 @@ class PassesTest {
 
         ExportPass.Result r = ExportPass.run(merged, ExportPass.options(JobSpecReader.read("model: m\nstages: [export]\n"
                 + "export: {variant: genie, seq: 64, ctx: 512}\n")), tmp.resolve("genie"), Progress.NONE);
-        assertEquals(List.of("onnx-genie"), r.report().get("formats"));
+        assertEquals(List.of("onnx-genie"), r.report().formats());
         ExportInfo info = ExportInfo.read(tmp.resolve("genie"));
         assertEquals(Variant.GENIE, info.variant());
         assertTrue(Files.isRegularFile(tmp.resolve("genie/onnx/prompt_ar64_cl512_1_of_2.onnx")), info.graphs().toString());

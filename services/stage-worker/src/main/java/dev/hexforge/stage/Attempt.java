@@ -57,6 +57,6 @@ public interface Attempt {
     /** Stores a folder content-addressed and describes it as this stage's output of the given kind. */
     StageEvents.ArtifactRef storeOutput(Path folder, String kind);
 
-    /** The completed event of this attempt. */
-    StageEvents.Completed completed(List<StageEvents.ArtifactRef> outputs, Map<String, Object> report);
+    /** The completed event of this attempt; {@code report} is a pass's report record (or a map), sent as its JSON object. */
+    StageEvents.Completed completed(List<StageEvents.ArtifactRef> outputs, Object report);
 }

@@ -1,5 +1,6 @@
 package dev.hexforge.stage;
 
+import com.fasterxml.jackson.core.type.TypeReference;
 import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.StageEvents;
@@ -190,8 +191,10 @@ final class AttemptRun implements Attempt {
     }
 
     @Override
-    public StageEvents.Completed completed(List<StageEvents.ArtifactRef> outputs, Map<String, Object> report) {
+    public StageEvents.Completed completed(List<StageEvents.ArtifactRef> outputs, Object report) {
         return new StageEvents.Completed(StageEvents.SCHEMA_VERSION, req.jobId(), req.attemptId(), req.tenant(), worker.stage(), Instant.now(),
-                outputs, report);
+                outputs, ContractsJson.MAPPER.convertValue(report, REPORT));
     }
+
+    private static final TypeReference<Map<String, Object>> REPORT = new TypeReference<>() { };
 }
