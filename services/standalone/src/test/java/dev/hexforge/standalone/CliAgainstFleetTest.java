@@ -18,6 +18,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The standalone fleet started as `hexforge up` does, driven by the CLI's job commands as a user would. */
@@ -360,6 +361,18 @@ class CliAgainstFleetTest {
         assertEquals("ort-qnn-bundle", compile.path("outputs").get(0).path("kind").asText());
         assertEquals(73, compile.path("report").path("htpArch").asInt(), "v73 from the SoC table: " + compile.path("report"));
         assertEquals("qdq", compile.path("report").path("linearFormat").asText());
+        assertFalse(compile.path("report").path("quantizedIo").asBoolean());
+
+        // the same with quantized inputs and outputs: the manifest gives each graph's boundary encodings
+        Path io = Files.writeString(home.resolve("compile-io.yaml"), Files.readString(spec).replace("  group: 0\n",
+                "  group: 0\n  quantizeIo: true\n"));
+        Run ioRun = cli("submit", io.toString(), "--watch", "--json");
+        assertEquals(0, ioRun.exit(), ioRun.err() + ioRun.out());
+        JsonNode ioReport = new ObjectMapper().readTree(ioRun.out()).path("stages").get(2).path("report");
+        assertTrue(ioReport.path("quantizedIo").asBoolean(), ioReport.toString());
+        JsonNode tokenIo = ioReport.path("graphs").path("token").path("quantizedIo");
+        assertEquals("uint8", tokenIo.path("past_key_values.0.key").path("type").asText(), tokenIo.toString());
+        assertEquals("uint16", tokenIo.path("logits").path("type").asText(), tokenIo.toString());
 
         Path sdk = Files.writeString(home.resolve("sdk.yaml"), Files.readString(spec).replace("target: ort-qnn", "target: qnn-context-binary"));
         Run refused = cli("submit", sdk.toString());
