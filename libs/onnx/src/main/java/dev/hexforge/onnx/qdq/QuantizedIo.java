@@ -1,5 +1,6 @@
 package dev.hexforge.onnx.qdq;
 
+import com.google.protobuf.ByteString;
 import dev.hexforge.onnx.proto.Onnx.GraphProto;
 import dev.hexforge.onnx.proto.Onnx.ModelProto;
 import dev.hexforge.onnx.proto.Onnx.NodeProto;
@@ -175,13 +176,13 @@ public final class QuantizedIo {
         String scale = b.name() + "/boundary_scale";
         String zero = b.name() + "/boundary_zero_point";
         g.addInitializer(TensorProto.newBuilder().setName(scale).setDataType(DataType.FLOAT.getNumber())
-                .setRawData(com.google.protobuf.ByteString.copyFrom(ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN)
+                .setRawData(ByteString.copyFrom(ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN)
                         .putFloat(b.scale()).array())));
         byte[] zp = b.type() == DataType.UINT16
                 ? ByteBuffer.allocate(2).order(ByteOrder.LITTLE_ENDIAN).putShort((short) b.zeroPoint()).array()
                 : new byte[]{(byte) b.zeroPoint()};
         g.addInitializer(TensorProto.newBuilder().setName(zero).setDataType(b.type().getNumber())
-                .setRawData(com.google.protobuf.ByteString.copyFrom(zp)));
+                .setRawData(ByteString.copyFrom(zp)));
         return NodeProto.newBuilder().setName(b.name() + "/boundary_" + op).setOpType(op).addInput(in).addInput(scale).addInput(zero)
                 .addOutput(outName).build();
     }

@@ -1,8 +1,10 @@
 package dev.hexforge.onnx.qnn;
 
 import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.onnx.builder.GraphBuilder;
 import dev.hexforge.onnx.export.DecoderExporter;
 import dev.hexforge.onnx.export.ExportOptions;
+import dev.hexforge.onnx.proto.Onnx.TensorProto.DataType;
 import dev.hexforge.progress.Progress;
 import dev.hexforge.testing.Fixtures;
 import org.junit.jupiter.api.BeforeAll;
@@ -11,6 +13,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -67,32 +71,32 @@ class QnnPreflightTest {
 
         assertTrue(QnnPreflight.check(tiny(false), Precision.W8A16).clean(), QnnPreflight.check(tiny(false), Precision.W8A16).problems().toString());
         QnnPreflight.Report one = QnnPreflight.check(tiny(true), Precision.W8A16);
-        assertEquals(java.util.List.of("mm"), one.floatActivations());
+        assertEquals(List.of("mm"), one.floatActivations());
         assertFalse(one.clean());
     }
 
     /** x → Q → DQ → MatMul(DQ weights) → [Q → DQ] → Add(DQ bias) → Q → DQ → y; {@code leaveOne} skips the bracket. */
     private static Path tiny(boolean leaveOne) throws Exception {
-        dev.hexforge.onnx.builder.GraphBuilder g = new dev.hexforge.onnx.builder.GraphBuilder("qdq", 17);
-        var F = dev.hexforge.onnx.proto.Onnx.TensorProto.DataType.FLOAT;
-        var U16 = dev.hexforge.onnx.proto.Onnx.TensorProto.DataType.UINT16;
-        var U8 = dev.hexforge.onnx.proto.Onnx.TensorProto.DataType.UINT8;
+        GraphBuilder g = new GraphBuilder("qdq", 17);
+        var F = DataType.FLOAT;
+        var U16 = DataType.UINT16;
+        var U8 = DataType.UINT8;
         String x = g.input("x", F, 1L, 4L);
         String scale = g.constFloat(new long[]{}, 0.01f);
         String zp16 = g.inlineInitializer("zp16", U16, new long[]{}, new byte[]{0, (byte) 0x80});
         String zp8 = g.inlineInitializer("zp8", U8, new long[]{}, new byte[]{(byte) 128});
         String w = g.inlineInitializer("w", U8, new long[]{4, 4}, new byte[16]);
-        String xq = g.op("/in", "DequantizeLinear", java.util.List.of(g.op("/in", "QuantizeLinear", java.util.List.of(x, scale, zp16)), scale, zp16));
-        String wq = g.op("/w", "DequantizeLinear", java.util.List.of(w, scale, zp8));
-        String mm = g.opNamed("mm", "/mm", "MatMul", java.util.List.of(xq, wq));
-        String next = leaveOne ? mm : g.op("/mm", "DequantizeLinear", java.util.List.of(g.op("/mm", "QuantizeLinear", java.util.List.of(mm, scale, zp16)), scale, zp16));
-        String b = g.op("/b", "DequantizeLinear", java.util.List.of(g.inlineInitializer("b", U8, new long[]{4}, new byte[4]), scale, zp8));
+        String xq = g.op("/in", "DequantizeLinear", List.of(g.op("/in", "QuantizeLinear", List.of(x, scale, zp16)), scale, zp16));
+        String wq = g.op("/w", "DequantizeLinear", List.of(w, scale, zp8));
+        String mm = g.opNamed("mm", "/mm", "MatMul", List.of(xq, wq));
+        String next = leaveOne ? mm : g.op("/mm", "DequantizeLinear", List.of(g.op("/mm", "QuantizeLinear", List.of(mm, scale, zp16)), scale, zp16));
+        String b = g.op("/b", "DequantizeLinear", List.of(g.inlineInitializer("b", U8, new long[]{4}, new byte[4]), scale, zp8));
         String sum = g.op("/add", "Add", next, b);
-        String y = g.op("/out", "DequantizeLinear", java.util.List.of(g.op("/out", "QuantizeLinear", java.util.List.of(sum, scale, zp16)), scale, zp16));
+        String y = g.op("/out", "DequantizeLinear", List.of(g.op("/out", "QuantizeLinear", List.of(sum, scale, zp16)), scale, zp16));
         g.rename(y, "y");
         g.output("y", F, 1L, 4L);
         Path f = tmp.resolve("qdq-" + leaveOne + ".onnx");
-        Files.write(f, g.build("test", "0", java.util.Map.of()).toByteArray());
+        Files.write(f, g.build("test", "0", Map.of()).toByteArray());
         return f;
     }
 
@@ -116,20 +120,20 @@ class QnnPreflightTest {
 
     /** x → Q → DQ → {@code op} → Q → DQ → y at {@code bits}. */
     private static Path unary(String op, int bits) throws Exception {
-        dev.hexforge.onnx.builder.GraphBuilder g = new dev.hexforge.onnx.builder.GraphBuilder("qdq", 17);
-        var F = dev.hexforge.onnx.proto.Onnx.TensorProto.DataType.FLOAT;
+        GraphBuilder g = new GraphBuilder("qdq", 17);
+        var F = DataType.FLOAT;
         String x = g.input("x", F, 1L, 4L);
         String scale = g.constFloat(new long[]{}, 0.01f);
         String zp = bits == 16
-                ? g.inlineInitializer("zp", dev.hexforge.onnx.proto.Onnx.TensorProto.DataType.UINT16, new long[]{}, new byte[]{0, (byte) 0x80})
-                : g.inlineInitializer("zp", dev.hexforge.onnx.proto.Onnx.TensorProto.DataType.UINT8, new long[]{}, new byte[]{(byte) 128});
-        String xq = g.op("/in", "DequantizeLinear", java.util.List.of(g.op("/in", "QuantizeLinear", java.util.List.of(x, scale, zp)), scale, zp));
-        String v = g.op("/op", op, java.util.List.of(xq));
-        String y = g.op("/out", "DequantizeLinear", java.util.List.of(g.op("/out", "QuantizeLinear", java.util.List.of(v, scale, zp)), scale, zp));
+                ? g.inlineInitializer("zp", DataType.UINT16, new long[]{}, new byte[]{0, (byte) 0x80})
+                : g.inlineInitializer("zp", DataType.UINT8, new long[]{}, new byte[]{(byte) 128});
+        String xq = g.op("/in", "DequantizeLinear", List.of(g.op("/in", "QuantizeLinear", List.of(x, scale, zp)), scale, zp));
+        String v = g.op("/op", op, List.of(xq));
+        String y = g.op("/out", "DequantizeLinear", List.of(g.op("/out", "QuantizeLinear", List.of(v, scale, zp)), scale, zp));
         g.rename(y, "y");
         g.output("y", F, 1L, 4L);
         Path f = tmp.resolve(op + bits + ".onnx");
-        Files.write(f, g.build("test", "0", java.util.Map.of()).toByteArray());
+        Files.write(f, g.build("test", "0", Map.of()).toByteArray());
         return f;
     }
 
