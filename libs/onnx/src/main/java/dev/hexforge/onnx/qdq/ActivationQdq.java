@@ -245,15 +245,12 @@ public final class ActivationQdq {
         }
 
         private String scalar(String name, Encoding e) {
-            added.add(tensor(name, DataType.FLOAT, new long[]{}, ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN)
-                    .putFloat(e.scale()).array()));
+            added.add(e.scaleTensor(name));
             return name;
         }
 
         private String zeroPoint(String name, Encoding e) {
-            byte[] raw = e.bits() == 16 ? ByteBuffer.allocate(2).order(ByteOrder.LITTLE_ENDIAN).putShort((short) e.zeroPoint()).array()
-                    : new byte[]{(byte) e.zeroPoint()};
-            added.add(tensor(name, e.type(), new long[]{}, raw));
+            added.add(e.zeroPointTensor(name));
             return name;
         }
 

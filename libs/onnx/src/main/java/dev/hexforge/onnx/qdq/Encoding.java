@@ -1,6 +1,11 @@
 package dev.hexforge.onnx.qdq;
 
+import com.google.protobuf.ByteString;
+import dev.hexforge.onnx.proto.Onnx.TensorProto;
 import dev.hexforge.onnx.proto.Onnx.TensorProto.DataType;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 
 /**
  * An unsigned affine encoding of one tensor, as ONNX's QuantizeLinear and QNN's encodings read it:
@@ -64,5 +69,19 @@ public record Encoding(int bits, float scale, int zeroPoint) {
     /** {@code x} as the encoding represents it (QuantizeLinear then DequantizeLinear). */
     public float roundTrip(float x) {
         return (quantize(x) - zeroPoint) * scale;
+    }
+
+    /** The scale as a scalar float initializer named {@code name}, as QuantizeLinear / DequantizeLinear read it. */
+    public TensorProto scaleTensor(String name) {
+        return TensorProto.newBuilder().setName(name).setDataType(DataType.FLOAT.getNumber())
+                .setRawData(ByteString.copyFrom(ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN).putFloat(scale).array()))
+                .build();
+    }
+
+    /** The zero point as a scalar initializer of the quantized type ({@link #type()}) named {@code name}. */
+    public TensorProto zeroPointTensor(String name) {
+        byte[] raw = bits == 16 ? ByteBuffer.allocate(2).order(ByteOrder.LITTLE_ENDIAN).putShort((short) zeroPoint).array()
+                : new byte[]{(byte) zeroPoint};
+        return TensorProto.newBuilder().setName(name).setDataType(type().getNumber()).setRawData(ByteString.copyFrom(raw)).build();
     }
 }

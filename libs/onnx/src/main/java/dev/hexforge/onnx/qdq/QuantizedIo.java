@@ -1,6 +1,5 @@
 package dev.hexforge.onnx.qdq;
 
-import com.google.protobuf.ByteString;
 import dev.hexforge.onnx.proto.Onnx.GraphProto;
 import dev.hexforge.onnx.proto.Onnx.ModelProto;
 import dev.hexforge.onnx.proto.Onnx.NodeProto;
@@ -11,10 +10,13 @@ import dev.hexforge.onnx.proto.Onnx.ValueInfoProto;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * A fully quantized graph's inputs and outputs in their quantized types (AI Hub's {@code --quantize_io}): the
@@ -31,28 +33,63 @@ public final class QuantizedIo {
     private QuantizedIo() {
     }
 
-    /** One boundary value's type and encoding. */
-    public record Boundary(String name, boolean input, DataType type, float scale, int zeroPoint) {
+    /** One boundary value and its encoding. */
+    public record Boundary(String name, boolean input, Encoding encoding) {
+        public DataType type() {
+            return encoding.type();
+        }
+
+        public float scale() {
+            return encoding.scale();
+        }
+
+        public int zeroPoint() {
+            return encoding.zeroPoint();
+        }
+    }
+
+    /** Each value's readers and writer, and the initializers by name. */
+    private record Index(Map<String, List<NodeProto>> consumers, Map<String, NodeProto> producers,
+                         Map<String, TensorProto> initializers) {
+        static Index of(GraphProto g) {
+            Map<String, List<NodeProto>> consumers = new HashMap<>();
+            Map<String, NodeProto> producers = new HashMap<>();
+            for (NodeProto n : g.getNodeList()) {
+                n.getInputList().forEach(in -> consumers.computeIfAbsent(in, k -> new ArrayList<>()).add(n));
+                n.getOutputList().forEach(o -> producers.put(o, n));
+            }
+            Map<String, TensorProto> initializers = new HashMap<>();
+            g.getInitializerList().forEach(t -> initializers.put(t.getName(), t));
+            return new Index(consumers, producers, initializers);
+        }
+
+        /** The encoding a Q / DQ node applies: its constant scale and zero point. */
+        Encoding encoding(NodeProto qdq) {
+            TensorProto scale = qdq.getInputCount() > 2 ? initializers.get(qdq.getInput(1)) : null;
+            TensorProto zero = qdq.getInputCount() > 2 ? initializers.get(qdq.getInput(2)) : null;
+            if (scale == null || zero == null) {
+                throw new IllegalArgumentException(qdq.getName() + ": its encoding is not a constant of the graph");
+            }
+            ByteBuffer s = scale.getRawData().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
+            ByteBuffer z = zero.getRawData().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
+            boolean wide = zero.getDataType() == DataType.UINT16.getNumber();
+            return new Encoding(wide ? 16 : 8, s.getFloat(0), wide ? Short.toUnsignedInt(z.getShort(0)) : Byte.toUnsignedInt(z.get(0)));
+        }
     }
 
     /** The graph with its float inputs and outputs in their quantized types. */
     public static ModelProto apply(ModelProto m) {
         GraphProto g = m.getGraph();
-        Map<String, List<NodeProto>> consumers = consumers(g);
-        Map<String, NodeProto> producers = new HashMap<>();
-        g.getNodeList().forEach(n -> n.getOutputList().forEach(o -> producers.put(o, n)));
-        Map<String, TensorProto> initializers = new HashMap<>();
-        g.getInitializerList().forEach(t -> initializers.put(t.getName(), t));
-
-        List<NodeProto> drop = new ArrayList<>();
+        Index index = Index.of(g);
+        Set<NodeProto> drop = Collections.newSetFromMap(new IdentityHashMap<>());
         Map<String, String> rename = new HashMap<>();
-        GraphProto.Builder out = g.toBuilder();
+        GraphProto.Builder out = g.toBuilder().clearNode();
         for (int i = 0; i < g.getInputCount(); i++) {
             ValueInfoProto v = g.getInput(i);
             if (v.getType().getTensorType().getElemType() != DataType.FLOAT.getNumber()) {
                 continue;
             }
-            List<NodeProto> uses = consumers.getOrDefault(v.getName(), List.of());
+            List<NodeProto> uses = index.consumers().getOrDefault(v.getName(), List.of());
             if (uses.size() != 1 || !uses.get(0).getOpType().equals("QuantizeLinear")) {
                 throw new IllegalArgumentException("graph input " + v.getName() + " is not read by one QuantizeLinear: "
                         + "quantized IO needs a fully quantized graph");
@@ -60,67 +97,49 @@ public final class QuantizedIo {
             NodeProto q = uses.get(0);
             drop.add(q);
             rename.put(q.getOutput(0), v.getName());
-            out.setInput(i, withType(v, zeroPointType(q, initializers)));
+            out.setInput(i, withType(v, index.encoding(q).type()));
         }
         for (int i = 0; i < g.getOutputCount(); i++) {
             ValueInfoProto v = g.getOutput(i);
             if (v.getType().getTensorType().getElemType() != DataType.FLOAT.getNumber()) {
                 continue;
             }
-            NodeProto dq = producers.get(v.getName());
+            NodeProto dq = index.producers().get(v.getName());
             if (dq == null || !dq.getOpType().equals("DequantizeLinear")) {
                 throw new IllegalArgumentException("graph output " + v.getName() + " is not written by a DequantizeLinear: "
                         + "quantized IO needs a fully quantized graph");
             }
-            if (consumers.containsKey(v.getName())) {
+            if (index.consumers().containsKey(v.getName())) {
                 // also read inside the graph: the DequantizeLinear stays for those readers, under a name of its own
                 rename.put(v.getName(), v.getName() + "/dq");
             } else {
                 drop.add(dq);
             }
             rename.put(dq.getInput(0), v.getName());
-            out.setOutput(i, withType(v, zeroPointType(dq, initializers)));
+            out.setOutput(i, withType(v, index.encoding(dq).type()));
         }
-        out.clearNode();
         for (NodeProto n : g.getNodeList()) {
-            if (drop.contains(n)) {
-                continue;
+            if (!drop.contains(n)) {
+                out.addNode(renamed(n, rename));
             }
-            NodeProto.Builder b = n.toBuilder();
-            for (int k = 0; k < n.getInputCount(); k++) {
-                b.setInput(k, rename.getOrDefault(n.getInput(k), n.getInput(k)));
-            }
-            for (int k = 0; k < n.getOutputCount(); k++) {
-                b.setOutput(k, rename.getOrDefault(n.getOutput(k), n.getOutput(k)));
-            }
-            out.addNode(b);
         }
         return m.toBuilder().setGraph(out).build();
     }
 
-    /** Whether any of the graph's inputs or outputs is in a quantized type read or written through Q / DQ. */
-    public static boolean has(GraphProto g) {
-        return !encodings(g).isEmpty();
-    }
-
     /** The encoding of every quantized input (read by a DequantizeLinear) and output (written by a QuantizeLinear). */
     public static Map<String, Boundary> encodings(GraphProto g) {
-        Map<String, List<NodeProto>> consumers = consumers(g);
-        Map<String, NodeProto> producers = new HashMap<>();
-        g.getNodeList().forEach(n -> n.getOutputList().forEach(o -> producers.put(o, n)));
-        Map<String, TensorProto> initializers = new HashMap<>();
-        g.getInitializerList().forEach(t -> initializers.put(t.getName(), t));
+        Index index = Index.of(g);
         Map<String, Boundary> out = new LinkedHashMap<>();
         for (ValueInfoProto v : g.getInputList()) {
-            List<NodeProto> uses = consumers.getOrDefault(v.getName(), List.of());
+            List<NodeProto> uses = index.consumers().getOrDefault(v.getName(), List.of());
             if (quantized(v) && !uses.isEmpty() && uses.stream().allMatch(n -> n.getOpType().equals("DequantizeLinear"))) {
-                out.put(v.getName(), boundary(v, true, uses.get(0), initializers));
+                out.put(v.getName(), new Boundary(v.getName(), true, index.encoding(uses.get(0))));
             }
         }
         for (ValueInfoProto v : g.getOutputList()) {
-            NodeProto q = producers.get(v.getName());
+            NodeProto q = index.producers().get(v.getName());
             if (quantized(v) && q != null && q.getOpType().equals("QuantizeLinear")) {
-                out.put(v.getName(), boundary(v, false, q, initializers));
+                out.put(v.getName(), new Boundary(v.getName(), false, index.encoding(q)));
             }
         }
         return out;
@@ -139,65 +158,45 @@ public final class QuantizedIo {
         Map<String, String> rename = new HashMap<>();
         for (int i = 0; i < g.getInputCount(); i++) {
             Boundary b = io.get(g.getInput(i).getName());
-            if (b == null) {
-                continue;
+            if (b != null) {
+                rename.put(b.name(), b.name() + "/quantized");
+                before.add(qdqNode("QuantizeLinear", b, b.name(), b.name() + "/quantized", out));
+                out.setInput(i, withType(g.getInput(i), DataType.FLOAT));
             }
-            String q = b.name() + "/quantized";
-            rename.put(b.name(), q);
-            before.add(qdqNode("QuantizeLinear", b, b.name(), q, out));
-            out.setInput(i, withType(g.getInput(i), DataType.FLOAT));
         }
         for (int i = 0; i < g.getOutputCount(); i++) {
             Boundary b = io.get(g.getOutput(i).getName());
-            if (b == null) {
-                continue;
+            if (b != null) {
+                rename.put(b.name(), b.name() + "/quantized");
+                after.add(qdqNode("DequantizeLinear", b, b.name() + "/quantized", b.name(), out));
+                out.setOutput(i, withType(g.getOutput(i), DataType.FLOAT));
             }
-            String q = b.name() + "/quantized";
-            rename.put(b.name(), q);
-            after.add(qdqNode("DequantizeLinear", b, q, b.name(), out));
-            out.setOutput(i, withType(g.getOutput(i), DataType.FLOAT));
         }
         out.addAllNode(before);
-        for (NodeProto n : g.getNodeList()) {
-            NodeProto.Builder nb = n.toBuilder();
-            for (int k = 0; k < n.getInputCount(); k++) {
-                nb.setInput(k, rename.getOrDefault(n.getInput(k), n.getInput(k)));
-            }
-            for (int k = 0; k < n.getOutputCount(); k++) {
-                nb.setOutput(k, rename.getOrDefault(n.getOutput(k), n.getOutput(k)));
-            }
-            out.addNode(nb);
-        }
+        g.getNodeList().forEach(n -> out.addNode(renamed(n, rename)));
         out.addAllNode(after);
         return m.toBuilder().setGraph(out).build();
+    }
+
+    /** {@code n} reading and writing its values under their new names. */
+    private static NodeProto renamed(NodeProto n, Map<String, String> rename) {
+        NodeProto.Builder b = n.toBuilder();
+        for (int k = 0; k < n.getInputCount(); k++) {
+            b.setInput(k, rename.getOrDefault(n.getInput(k), n.getInput(k)));
+        }
+        for (int k = 0; k < n.getOutputCount(); k++) {
+            b.setOutput(k, rename.getOrDefault(n.getOutput(k), n.getOutput(k)));
+        }
+        return b.build();
     }
 
     private static NodeProto qdqNode(String op, Boundary b, String in, String outName, GraphProto.Builder g) {
         String scale = b.name() + "/boundary_scale";
         String zero = b.name() + "/boundary_zero_point";
-        g.addInitializer(TensorProto.newBuilder().setName(scale).setDataType(DataType.FLOAT.getNumber())
-                .setRawData(ByteString.copyFrom(ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN)
-                        .putFloat(b.scale()).array())));
-        byte[] zp = b.type() == DataType.UINT16
-                ? ByteBuffer.allocate(2).order(ByteOrder.LITTLE_ENDIAN).putShort((short) b.zeroPoint()).array()
-                : new byte[]{(byte) b.zeroPoint()};
-        g.addInitializer(TensorProto.newBuilder().setName(zero).setDataType(b.type().getNumber())
-                .setRawData(ByteString.copyFrom(zp)));
-        return NodeProto.newBuilder().setName(b.name() + "/boundary_" + op).setOpType(op).addInput(in).addInput(scale).addInput(zero)
-                .addOutput(outName).build();
-    }
-
-    private static Boundary boundary(ValueInfoProto v, boolean input, NodeProto qdq, Map<String, TensorProto> initializers) {
-        TensorProto scale = initializers.get(qdq.getInput(1));
-        TensorProto zero = initializers.get(qdq.getInput(2));
-        if (scale == null || zero == null) {
-            throw new IllegalArgumentException(v.getName() + ": its encoding is not a constant of the graph");
-        }
-        ByteBuffer s = scale.getRawData().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
-        ByteBuffer z = zero.getRawData().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
-        DataType type = DataType.forNumber(zero.getDataType());
-        int zp = type == DataType.UINT16 ? Short.toUnsignedInt(z.getShort(0)) : Byte.toUnsignedInt(z.get(0));
-        return new Boundary(v.getName(), input, type, s.getFloat(0), zp);
+        g.addInitializer(b.encoding().scaleTensor(scale));
+        g.addInitializer(b.encoding().zeroPointTensor(zero));
+        return NodeProto.newBuilder().setName(b.name() + "/boundary_" + op).setOpType(op).addInput(in).addInput(scale)
+                .addInput(zero).addOutput(outName).build();
     }
 
     private static boolean quantized(ValueInfoProto v) {
@@ -205,27 +204,9 @@ public final class QuantizedIo {
         return t == DataType.UINT16.getNumber() || t == DataType.UINT8.getNumber();
     }
 
-    private static DataType zeroPointType(NodeProto qdq, Map<String, TensorProto> initializers) {
-        TensorProto zero = qdq.getInputCount() > 2 ? initializers.get(qdq.getInput(2)) : null;
-        if (zero == null) {
-            throw new IllegalArgumentException(qdq.getName() + ": no constant zero point, so the quantized type is unknown");
-        }
-        return DataType.forNumber(zero.getDataType());
-    }
-
     private static ValueInfoProto withType(ValueInfoProto v, DataType type) {
         ValueInfoProto.Builder b = v.toBuilder();
         b.getTypeBuilder().getTensorTypeBuilder().setElemType(type.getNumber());
         return b.build();
-    }
-
-    private static Map<String, List<NodeProto>> consumers(GraphProto g) {
-        Map<String, List<NodeProto>> c = new HashMap<>();
-        for (NodeProto n : g.getNodeList()) {
-            for (String in : n.getInputList()) {
-                c.computeIfAbsent(in, k -> new ArrayList<>()).add(n);
-            }
-        }
-        return c;
     }
 }

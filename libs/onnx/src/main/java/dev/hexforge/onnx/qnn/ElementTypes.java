@@ -70,8 +70,7 @@ public final class ElementTypes {
      * that are not a DequantizeLinear's (weights, the initializers, are not activations; shape, axes and index
      * parameters are not data).
      */
-    static List<String> floatActivations(GraphProto g) {
-        Map<String, Integer> types = of(g);
+    static List<String> floatActivations(GraphProto g, Map<String, Integer> types) {
         Set<String> initializers = new HashSet<>();
         g.getInitializerList().forEach(t -> initializers.add(t.getName()));
         Set<String> dequantized = new HashSet<>();
@@ -98,6 +97,18 @@ public final class ElementTypes {
             }
         }
         return new ArrayList<>(found);
+    }
+
+    /** The outputs of every DequantizeLinear of 16-bit data: the values ops receive as 16-bit activations. */
+    static Set<String> sixteenBitActivations(GraphProto g, Map<String, Integer> types) {
+        Set<String> out = new HashSet<>();
+        for (NodeProto n : g.getNodeList()) {
+            Integer t = n.getOpType().equals("DequantizeLinear") ? types.get(n.getInput(0)) : null;
+            if (t != null && (t == DataType.UINT16.getNumber() || t == DataType.INT16.getNumber())) {
+                out.addAll(n.getOutputList());
+            }
+        }
+        return out;
     }
 
     private static long attribute(NodeProto n, String name) {

@@ -15,7 +15,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -99,7 +98,8 @@ public final class QnnPreflight {
     }
 
     static Report check(String name, GraphProto g, Precision precision) {
-        Set<String> sixteenBit = sixteenBitActivations(g);
+        Map<String, Integer> types = ElementTypes.of(g);
+        Set<String> sixteenBit = ElementTypes.sixteenBitActivations(g, types);
         Map<String, OpUse> ops = new TreeMap<>();
         for (NodeProto n : g.getNodeList()) {
             String key = n.getDomain() + "::" + n.getOpType();
@@ -133,31 +133,11 @@ public final class QnnPreflight {
                         + consumers.get(t.getName()).get(0) + ")");
             }
         }
-        List<String> floats = precision != null && precision.quantizesActivations() ? ElementTypes.floatActivations(g) : List.of();
+        List<String> floats = precision != null && precision.quantizesActivations() ? ElementTypes.floatActivations(g, types) : List.of();
         return new Report(name, List.copyOf(ops.values()), dynamic, badTypes, weightBytes, GRAPH_WEIGHT_LIMIT_BYTES, precision, floats);
     }
 
     private static final Set<String> QDQ = Set.of("QuantizeLinear", "DequantizeLinear");
-
-    /** The outputs of every DequantizeLinear whose data is 16-bit: the values ops receive as 16-bit activations. */
-    private static Set<String> sixteenBitActivations(GraphProto g) {
-        Map<String, Integer> types = new HashMap<>();
-        g.getInitializerList().forEach(t -> types.put(t.getName(), t.getDataType()));
-        g.getInputList().forEach(v -> types.put(v.getName(), v.getType().getTensorType().getElemType()));
-        for (NodeProto n : g.getNodeList()) {
-            if (n.getOpType().equals("QuantizeLinear") && n.getInputCount() > 2) {
-                types.put(n.getOutput(0), types.getOrDefault(n.getInput(2), 0));
-            }
-        }
-        Set<Integer> wide = Set.of(TensorProto.DataType.UINT16.getNumber(), TensorProto.DataType.INT16.getNumber());
-        Set<String> out = new HashSet<>();
-        for (NodeProto n : g.getNodeList()) {
-            if (n.getOpType().equals("DequantizeLinear") && wide.contains(types.getOrDefault(n.getInput(0), 0))) {
-                out.add(n.getOutput(0));
-            }
-        }
-        return out;
-    }
 
     private static void checkValues(String kind, List<ValueInfoProto> values, List<String> dynamic, List<String> badTypes) {
         for (ValueInfoProto v : values) {
