@@ -1,5 +1,6 @@
 package dev.hexforge.safetensors;
 
+import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
@@ -48,9 +49,11 @@ public final class TensorStore implements Closeable {
     private static TensorStore openSharded(Path dir, Path index) {
         JsonNode root;
         try {
-            root = new ObjectMapper().readTree(index.toFile());
+            root = new ObjectMapper().enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION).readTree(index.toFile());
         } catch (IOException e) {
-            throw new SafetensorsException(INDEX_FILE + ": not valid JSON: " + e.getMessage(), e);
+            String first = String.valueOf(e.getMessage()).lines().findFirst().orElse("");
+            throw new SafetensorsException(INDEX_FILE + (first.startsWith("Duplicate field")
+                    ? ": a tensor is listed twice in \"weight_map\" (" + first + ")" : ": not valid JSON: " + first), e);
         }
         JsonNode weightMap = root == null ? null : root.get("weight_map");
         if (weightMap == null || !weightMap.isObject() || weightMap.isEmpty()) {
@@ -58,6 +61,7 @@ public final class TensorStore implements Closeable {
         }
         Map<String, SafetensorsFile> shards = new LinkedHashMap<>();
         Map<String, SafetensorsFile> byTensor = new LinkedHashMap<>();
+        Path folder = realPath(dir);
         try {
             for (Map.Entry<String, JsonNode> e : (Iterable<Map.Entry<String, JsonNode>>) weightMap::fields) {
                 String shardName = e.getValue().asText();
@@ -71,6 +75,10 @@ public final class TensorStore implements Closeable {
                     if (!Files.isRegularFile(p)) {
                         throw new SafetensorsException(INDEX_FILE + ": shard '" + shardName + "' (for tensor '" + e.getKey()
                                 + "') does not exist");
+                    }
+                    if (!realPath(p).getParent().equals(folder)) {
+                        throw new SafetensorsException(INDEX_FILE + ": shard '" + shardName + "' (for tensor '" + e.getKey()
+                                + "') is a link to a file outside the checkpoint folder");
                     }
                     shard = SafetensorsFile.open(p);
                     shards.put(shardName, shard);
@@ -95,6 +103,14 @@ public final class TensorStore implements Closeable {
             throw ex;
         }
         return new TensorStore(byTensor, new ArrayList<>(shards.values()));
+    }
+
+    private static Path realPath(Path p) {
+        try {
+            return p.toRealPath();
+        } catch (IOException e) {
+            throw new SafetensorsException(p + ": cannot be resolved: " + e.getMessage(), e);
+        }
     }
 
     public Collection<String> names() {

@@ -12,6 +12,7 @@ import dev.hexforge.progress.Progress;
 import dev.hexforge.safetensors.DType;
 import dev.hexforge.safetensors.FloatConversion;
 import dev.hexforge.safetensors.SafetensorsWriter;
+import dev.hexforge.safetensors.ShardedWriter;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -122,8 +123,17 @@ public final class SyntheticCheckpoint {
         return c;
     }
 
-    /** Writes the checkpoint folder; refuses a non-empty destination. */
+    /** Writes the checkpoint folder in shards of Hugging Face's default size; refuses a non-empty destination. */
     public static void write(Options o, Path out, Progress progress) {
+        write(o, out, ShardedWriter.DEFAULT_SHARD_BYTES, progress);
+    }
+
+    /**
+     * Writes the checkpoint folder: one {@code model.safetensors} when the weights fit in {@code maxShardBytes}, else
+     * shards of at most that size and their index, as {@code save_pretrained} writes them; refuses a non-empty
+     * destination.
+     */
+    public static void write(Options o, Path out, long maxShardBytes, Progress progress) {
         try {
             if (!Folders.isMissingOrEmpty(out)) {
                 throw new IllegalArgumentException(out + " already exists and is not empty");
@@ -178,7 +188,7 @@ public final class SyntheticCheckpoint {
                     }
                 }));
             }
-            SafetensorsWriter.write(out.resolve("model.safetensors"), Map.of("format", "pt"), entries);
+            ShardedWriter.write(out, Map.of("format", "pt"), entries, maxShardBytes);
         } catch (IOException e) {
             throw new UncheckedIOException("writing synthetic checkpoint to " + out + ": " + e.getMessage(), e);
         }

@@ -182,6 +182,25 @@ class SafetensorsFileTest {
     }
 
     @Test
+    void aShardIndexNamingATensorTwiceOrAShardOutsideTheFolderIsRefused() throws IOException {
+        Path shard = dir.resolve("model-00001-of-00001.safetensors");
+        SafetensorsWriter.write(shard, Map.of(), List.of(SafetensorsWriter.Entry.ofFloats("x", new long[]{1}, new float[]{1}, DType.F32)));
+        Files.writeString(dir.resolve(TensorStore.INDEX_FILE),
+                "{\"weight_map\":{\"x\":\"model-00001-of-00001.safetensors\",\"x\":\"model-00001-of-00001.safetensors\"}}");
+        String m = assertThrows(SafetensorsException.class, () -> TensorStore.open(dir)).getMessage();
+        assertTrue(m.contains("listed twice") && m.contains("'x'"), m);
+
+        Path elsewhere = Files.createDirectories(dir.resolve("elsewhere"));
+        Path model = Files.createDirectories(dir.resolve("model"));
+        SafetensorsWriter.write(elsewhere.resolve("w.safetensors"), Map.of(),
+                List.of(SafetensorsWriter.Entry.ofFloats("x", new long[]{1}, new float[]{1}, DType.F32)));
+        Files.createSymbolicLink(model.resolve("model-00001-of-00001.safetensors"), elsewhere.resolve("w.safetensors"));
+        Files.writeString(model.resolve(TensorStore.INDEX_FILE), "{\"weight_map\":{\"x\":\"model-00001-of-00001.safetensors\"}}");
+        m = assertThrows(SafetensorsException.class, () -> TensorStore.open(model)).getMessage();
+        assertTrue(m.contains("outside the checkpoint folder") && m.contains("model-00001-of-00001.safetensors"), m);
+    }
+
+    @Test
     void bf16AndF16ConversionsRoundToNearestEven() {
         assertEquals((short) 0x3f80, FloatConversion.floatToBf16(1f));
         assertEquals((short) 0x3f80, FloatConversion.floatToBf16(Float.intBitsToFloat(0x3f808000))); // tie -> even
