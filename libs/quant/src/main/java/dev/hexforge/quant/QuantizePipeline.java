@@ -3,6 +3,7 @@ package dev.hexforge.quant;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.checkpoint.ModelDigest;
 import dev.hexforge.concurrent.Background;
 import dev.hexforge.eval.Perplexity;
 import dev.hexforge.forward.DecoderWeights;
@@ -21,6 +22,8 @@ import dev.hexforge.quant.calib.CalibrationSet;
 import dev.hexforge.quant.calib.CoverageReport;
 import dev.hexforge.quant.calib.LayerSource;
 import dev.hexforge.quant.gptq.GptqRunner;
+import dev.hexforge.quant.resume.LayerJournal;
+import dev.hexforge.quant.resume.RunKey;
 import dev.hexforge.tokenizer.Tokenizer;
 
 import java.io.IOException;
@@ -33,6 +36,8 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.stream.Stream;
 
 /**
  * The quantize pass: quantize the checkpoint's linears (RTN, or GPTQ / AWQ on calibration data) and, by RTN, its
@@ -82,9 +87,19 @@ public final class QuantizePipeline {
     private QuantizePipeline() {
     }
 
+    /**
+     * Quantizes into {@code out}. A run killed at any moment, run again with the same model, inputs, settings and
+     * {@code out}, continues after the last finished layer of the weights (the later phases start again) and writes
+     * the same checkpoint; a finished run's folder is its result. Any difference is refused, named.
+     */
     public static Result run(Checkpoint ckpt, QuantizeOptions opt, Path out, Progress progress) {
         long t0 = System.nanoTime();
-        if (!Folders.isMissingOrEmpty(out)) {
+        Path scratch = out.resolve(WORK);
+        Path runningKey = scratch.resolve(KEY);
+        Path finishedKey = out.resolve(FINISHED_KEY);
+        boolean interrupted = Files.isRegularFile(runningKey);
+        boolean done = !interrupted && Files.isRegularFile(finishedKey) && Files.isRegularFile(out.resolve(REPORT));
+        if (!interrupted && !done && !Folders.isMissingOrEmpty(out)) {
             throw new QuantizationException(out + " already exists and is not empty");
         }
         // the inputs are read and checked before anything is written
@@ -99,20 +114,69 @@ public final class QuantizePipeline {
                         Math.min(cal.length(), ckpt.config().maxPositionEmbeddings()), cal.seed());
             }
         }
-        Path scratch = out.resolve(".work");
+        String modelDigest = ModelDigest.of(ckpt.dir());
+        RunKey key = RunKey.of(modelDigest, opt, text, set);
+        if (interrupted || done) {
+            List<String> differences = RunKey.read(interrupted ? runningKey : finishedKey).differences(key);
+            if (!differences.isEmpty()) {
+                throw new QuantizationException(out + " holds " + (interrupted ? "an interrupted" : "a finished")
+                        + " quantize of other inputs or settings (" + String.join("; ", differences) + "): give the same ones to "
+                        + (interrupted ? "continue it" : "use it") + ", or another output folder (or delete this one) to start over");
+            }
+            if (done) {
+                return finished(out);
+            }
+        }
         boolean finished = false;
         try {
-            Files.createDirectories(out);
-            Result r = run(ckpt, opt, text, set, out, scratch, progress, t0);
+            Files.createDirectories(scratch);
+            if (interrupted) {
+                // what the interrupted run had moved into place, and its phases after the weights, are made again
+                Folders.deleteQuietly(out.resolve(CHECKPOINT));
+                Files.deleteIfExists(out.resolve(REPORT));
+                try (Stream<Path> left = Files.list(scratch)) {
+                    for (Path p : left.toList()) {
+                        if (!RESUMED.contains(p.getFileName().toString())) {
+                            Folders.deleteQuietly(p);
+                        }
+                    }
+                }
+            } else {
+                key.write(runningKey);
+            }
+            Result r = run(ckpt, opt, text, set, modelDigest, out, scratch, progress, t0);
+            key.write(finishedKey);
             finished = true;
             return r;
         } catch (IOException e) {
             throw new UncheckedIOException("writing " + out + ": " + e.getMessage(), e);
         } finally {
-            Folders.deleteQuietly(scratch);
-            if (!finished) {
-                deleteIfEmpty(out);
+            if (finished) {
+                Folders.deleteQuietly(scratch);
             }
+            // otherwise the scratch folder stays: the same command continues from it
+        }
+    }
+
+    /** The folder's work in progress: quantized tensors, layer states and the run's key; gone when the run finishes. */
+    public static final String WORK = ".work";
+    private static final String KEY = "run.json";
+    private static final String LAYERS = "layers.state";
+    private static final String LINEARS = "linears";
+    private static final String EMBEDDINGS = "embeddings";
+    /** What an interrupted run left that the next one continues from. */
+    private static final Set<String> RESUMED = Set.of(KEY, LAYERS, LINEARS, EMBEDDINGS);
+    /** A finished run's key, kept beside its outputs so that the same command finds its result there. */
+    public static final String FINISHED_KEY = ".quantize-run.json";
+
+    private static Result finished(Path out) {
+        try {
+            QuantizationReport report = JSON.readValue(out.resolve(REPORT).toFile(), QuantizationReport.class);
+            Path checkpoint = out.resolve(CHECKPOINT);
+            return new Result(report, report.gatePassed() && Files.isDirectory(checkpoint) ? checkpoint : null);
+        } catch (IOException e) {
+            throw new QuantizationException(out.resolve(REPORT) + " (a finished run's report) cannot be read: " + e.getMessage()
+                    + "; delete the output folder to start over");
         }
     }
 
@@ -132,22 +196,19 @@ public final class QuantizePipeline {
         }
     }
 
-    private static void deleteIfEmpty(Path dir) {
-        try {
-            Files.deleteIfExists(dir);
-        } catch (IOException e) {
-            // not empty: what a caller left there stays
-        }
-    }
-
-    private static Result run(Checkpoint ckpt, QuantizeOptions opt, GateText text, CalibrationSet set, Path out, Path scratch,
-                              Progress progress, long t0) throws IOException {
+    private static Result run(Checkpoint ckpt, QuantizeOptions opt, GateText text, CalibrationSet set, String modelDigest,
+                              Path out, Path scratch, Progress progress, long t0) throws IOException {
         progress.update("quantize", 0, 3);
         // the float model's scores are looked up (by the model's digest) while the model is quantized
-        FloatBaseline baseline = FloatBaseline.start(ckpt, text, opt.cache());
+        FloatBaseline baseline = FloatBaseline.start(ckpt, text, opt.cache(), modelDigest);
 
-        // each quantized tensor goes to a file as it is finished; the heap holds one layer at a time
-        StoredTensors linears = StoredTensors.in(scratch.resolve("linears"));
+        // each quantized tensor goes to a file as it is finished; the heap holds one layer at a time. A calibrated
+        // method saves what it carries to the next layer after each one; an interrupted run's tensors past its last
+        // saved layer are dropped and made again
+        LayerJournal journal = LayerJournal.in(scratch.resolve(LAYERS));
+        LayerJournal.State saved = opt.method().equals("rtn") ? null : journal.resume();
+        StoredTensors linears = StoredTensors.reopen(scratch.resolve(LINEARS), opt.spec(),
+                opt.method().equals("rtn") ? -1 : saved == null ? 0 : saved.storedTensors());
         QuantizedModel qm;
         CoverageReport coverage = set == null ? null : set.coverage();
         List<String> warnings = new ArrayList<>(set == null ? List.of() : set.warnings());
@@ -163,12 +224,13 @@ public final class QuantizePipeline {
         }
         switch (opt.method()) {
             case "gptq" -> {
-                GptqRunner.Result r = GptqRunner.run(LayerSource.of(ckpt), set, opt.spec(), opt.gptq(), keep, progress, linears);
+                GptqRunner.Result r = GptqRunner.run(LayerSource.of(ckpt), set, opt.spec(), opt.gptq(), keep, progress, linears,
+                        journal);
                 qm = r.model();
                 r.errors().forEach(e -> outputErrors.put(e.name(), e));
             }
             case "awq" -> {
-                Awq.Result r = Awq.run(LayerSource.of(ckpt), set, opt.spec(), keep, progress, linears);
+                Awq.Result r = Awq.run(LayerSource.of(ckpt), set, opt.spec(), keep, progress, linears, journal);
                 qm = r.model();
                 awqGroups = r.groups();
             }
@@ -177,7 +239,8 @@ public final class QuantizePipeline {
         if (qm.linears().isEmpty()) {
             throw new QuantizationException("every linear matched a --keep pattern " + keep + "; nothing to quantize");
         }
-        qm = qm.withEmbeddings(ckpt, opt.head(), StoredTensors.in(scratch.resolve("embeddings")));
+        qm = qm.withEmbeddings(ckpt, opt.head(), opt.head() == null ? Map.of()
+                : StoredTensors.reopen(scratch.resolve(EMBEDDINGS), opt.head(), -1));
         // every tensor's report on its own (on every core), in the model's order
         List<QuantizationReport.LayerReport> layers = qm.quantized().entrySet().stream().toList().parallelStream()
                 .map(e -> layerReport(e.getKey(), ckpt.floats(e.getKey()), e.getValue(), outputErrors.get(e.getKey())))

@@ -78,8 +78,11 @@ public record QuantizedModel(ModelConfig config, QuantSpec spec, Map<String, Qua
         if (headSpec == null) {
             return new QuantizedModel(config, spec, linears, replacedFloats, Map.of());
         }
-        e.put(TensorNames.EMBED, Rtn.quantize(embed.get(), config.vocabSize(), config.hiddenSize(), headSpec));
-        if (!config.tieWordEmbeddings()) {
+        // a tensor the map holds already (an interrupted run's) is kept
+        if (!e.containsKey(TensorNames.EMBED)) {
+            e.put(TensorNames.EMBED, Rtn.quantize(embed.get(), config.vocabSize(), config.hiddenSize(), headSpec));
+        }
+        if (!config.tieWordEmbeddings() && !e.containsKey(TensorNames.LM_HEAD)) {
             e.put(TensorNames.LM_HEAD, Rtn.quantize(lmHead.get(), config.vocabSize(), config.hiddenSize(), headSpec));
         }
         return new QuantizedModel(config, spec, linears, replacedFloats, e);
@@ -144,13 +147,16 @@ public record QuantizedModel(ModelConfig config, QuantSpec spec, Map<String, Qua
         return rtn(ckpt, spec, keep, new LinkedHashMap<>());
     }
 
-    /** As {@link #rtn(Checkpoint, QuantSpec, List)}, putting each tensor into {@code out} as it is quantized. */
+    /**
+     * As {@link #rtn(Checkpoint, QuantSpec, List)}, putting each tensor into {@code out} as it is quantized; tensors
+     * {@code out} holds already (an interrupted run's) are kept, not quantized again.
+     */
     public static QuantizedModel rtn(Checkpoint ckpt, QuantSpec spec, List<String> keep, Map<String, QuantizedLinear> out) {
         ModelConfig c = ckpt.config();
         for (int l = 0; l < c.numLayers(); l++) {
             for (Linear lin : Linear.values()) {
                 String name = TensorNames.weight(l, lin);
-                if (isKept(name, keep)) {
+                if (isKept(name, keep) || out.containsKey(name)) {
                     continue;
                 }
                 long[] shape = ckpt.tensors().get(name);

@@ -3,6 +3,7 @@ package dev.hexforge.quant;
 import dev.hexforge.safetensors.DType;
 import dev.hexforge.safetensors.SafetensorsFile;
 import dev.hexforge.safetensors.SafetensorsWriter;
+import dev.hexforge.safetensors.TensorInfo;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -18,6 +19,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Supplier;
+import java.util.stream.Stream;
 
 /**
  * Quantized tensors by weight name, kept in files instead of on the heap, so that a model's quantized tensors cost
@@ -48,6 +50,46 @@ public final class StoredTensors extends AbstractMap<String, QuantizedLinear> {
             throw new UncheckedIOException("creating " + dir + ": " + e.getMessage(), e);
         }
         return new StoredTensors(dir);
+    }
+
+    /**
+     * The store an interrupted run left under {@code dir}, reopened to go on putting: its first {@code keep} tensors
+     * (every one when negative) stay, in the order they were put, and files past them or half-written are deleted.
+     * Each tensor's file appears whole or not at all, so what stays is what was finished.
+     */
+    public static StoredTensors reopen(Path dir, QuantSpec spec, int keep) {
+        StoredTensors s = in(dir);
+        try (Stream<Path> files = Files.list(dir)) {
+            for (Path f : files.sorted().toList()) {
+                String n = f.getFileName().toString();
+                if (!n.matches("[0-9]+\\.safetensors")) {
+                    Files.delete(f); // a write the kill cut short
+                }
+            }
+            for (int i = 0; ; i++) {
+                Path f = dir.resolve(i + ".safetensors");
+                if (!Files.isRegularFile(f)) {
+                    break;
+                }
+                if (keep >= 0 && i >= keep) {
+                    Files.delete(f);
+                    continue;
+                }
+                try (SafetensorsFile file = SafetensorsFile.open(f)) {
+                    TensorInfo q = file.tensors().stream().filter(t -> t.name().endsWith(".q")).findFirst()
+                            .orElseThrow(() -> new QuantizationException(f + " holds no quantized tensor"));
+                    String base = q.name().substring(0, q.name().length() - ".q".length());
+                    s.index.put(base + ".weight", new Location(f, base, new QuantizedLinear.Shape((int) q.dim(0), (int) q.dim(1), spec)));
+                }
+            }
+            if (keep >= 0 && s.index.size() < keep) {
+                throw new QuantizationException(dir + " holds " + s.index.size() + " finished tensors, the saved state "
+                        + keep + "; delete the output folder to start over");
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("reopening " + dir + ": " + e.getMessage(), e);
+        }
+        return s;
     }
 
     /** The tensors of one file written in this layout, read-only; {@code shapes} by weight name, in order. */

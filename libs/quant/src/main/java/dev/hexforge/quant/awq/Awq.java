@@ -12,6 +12,8 @@ import dev.hexforge.quant.calib.LayerForward;
 import dev.hexforge.quant.calib.LayerParams;
 import dev.hexforge.quant.calib.LayerSource;
 import dev.hexforge.quant.calib.SequenceBatches;
+import dev.hexforge.quant.resume.JournalJson;
+import dev.hexforge.quant.resume.LayerJournal;
 import dev.hexforge.quant.rtn.Rtn;
 
 import java.util.ArrayList;
@@ -66,13 +68,31 @@ public final class Awq {
     /** As the other, putting each quantized linear into {@code out} as it is finished (a StoredTensors keeps them off the heap). */
     public static Result run(LayerSource base, CalibrationSet calib, QuantSpec spec, List<String> keep, Progress progress,
                              Map<String, QuantizedLinear> out) {
+        return run(base, calib, spec, keep, progress, out, LayerJournal.NONE);
+    }
+
+    /**
+     * As the other, saving the hidden states, the errors and the rewritten floats after every layer in
+     * {@code journal} and continuing after the last saved layer when it holds one ({@code out} must then hold the
+     * tensors stored by that layer).
+     */
+    public static Result run(LayerSource base, CalibrationSet calib, QuantSpec spec, List<String> keep, Progress progress,
+                             Map<String, QuantizedLinear> out, LayerJournal journal) {
         ModelConfig c = base.config();
         LayerForward lf = new LayerForward(c);
         // sequences of equal length run stacked: one product per batch, not per sequence
         List<SequenceBatches.Batch> batches = SequenceBatches.of(calib.sequences(), base);
         Map<String, float[]> replaced = new LinkedHashMap<>();
         List<GroupError> errors = new ArrayList<>();
-        for (int l = 0; l < c.numLayers(); l++) {
+        int first = 0;
+        LayerJournal.State saved = journal.resume();
+        if (saved != null) {
+            SequenceBatches.restore(batches, saved.hidden());
+            errors.addAll(JournalJson.read(saved.json(), GroupError[].class));
+            replaced.putAll(saved.floats());
+            first = saved.layersDone();
+        }
+        for (int l = first; l < c.numLayers(); l++) {
             LayerParams orig = base.layer(l);
             // the scales are searched and folded on a copy; the traces come from the layer as it was
             LayerParams p = orig.copy();
@@ -109,6 +129,7 @@ public final class Awq {
             for (int b = 0; b < batches.size(); b++) {
                 batches.get(b).x = traces.get(b).output();
             }
+            journal.save(new LayerJournal.State(l + 1, out.size(), SequenceBatches.hidden(batches), JournalJson.write(errors), replaced));
             progress.update("awq layer " + (l + 1) + "/" + c.numLayers(), l + 1, c.numLayers());
         }
         return new Result(new QuantizedModel(c, spec, out, replaced), errors);

@@ -55,4 +55,24 @@ public final class SequenceBatches {
         }
         return out;
     }
+
+    /** The batches' hidden states, in order (what a layer journal keeps). */
+    public static List<float[]> hidden(List<Batch> batches) {
+        return batches.stream().map(b -> b.x).toList();
+    }
+
+    /** Puts saved hidden states back into the same batches, checking that they are the same batches. */
+    public static void restore(List<Batch> batches, List<float[]> hidden) {
+        if (hidden.size() != batches.size()) {
+            throw new IllegalStateException("the saved state has " + hidden.size() + " batches of hidden states, this run "
+                    + batches.size());
+        }
+        for (int i = 0; i < batches.size(); i++) {
+            if (hidden.get(i).length != batches.get(i).x.length) {
+                throw new IllegalStateException("the saved hidden states of batch " + i + " have " + hidden.get(i).length
+                        + " values, this run " + batches.get(i).x.length);
+            }
+            batches.get(i).x = hidden.get(i);
+        }
+    }
 }

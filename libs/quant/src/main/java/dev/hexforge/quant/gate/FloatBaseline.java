@@ -2,21 +2,17 @@ package dev.hexforge.quant.gate;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.checkpoint.ModelDigest;
 import dev.hexforge.concurrent.Background;
 import dev.hexforge.eval.Perplexity;
 
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.security.DigestInputStream;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
-import java.util.List;
-import java.util.stream.Stream;
 
 /**
  * The float model's scores on the gate's windows, computed once per model and text: kept in
@@ -35,22 +31,26 @@ public final class FloatBaseline {
     private final Path cache;
     private final Background<String> key;
 
-    private FloatBaseline(Checkpoint ckpt, GateText text, Path cache) {
+    private FloatBaseline(Checkpoint ckpt, GateText text, Path cache, Background<String> key) {
         this.ckpt = ckpt;
         this.text = text;
         this.cache = cache;
-        // hashing a model's files takes about a second a gigabyte: it runs beside whatever the caller does next
-        key = cache == null ? Background.done(null) : Background.start("hexforge-baseline-digest", () -> key(ckpt.dir(), text));
+        this.key = key;
     }
 
     /** @param cache the cache folder, or null to compute every time */
     public static Perplexity.Scored of(Checkpoint ckpt, GateText text, Path cache) {
-        return start(ckpt, text, cache).scores();
+        // hashing a model's files takes about a second a gigabyte: it runs beside the lookup's other work
+        return new FloatBaseline(ckpt, text, cache, cache == null ? Background.done(null)
+                : Background.start("hexforge-baseline-digest", () -> key(ModelDigest.of(ckpt.dir()), text))).scores();
     }
 
-    /** Starts looking the baseline up in {@code cache} (null: none); {@link #scores} gives it. */
-    public static FloatBaseline start(Checkpoint ckpt, GateText text, Path cache) {
-        return new FloatBaseline(ckpt, text, cache);
+    /**
+     * Starts looking the baseline up in {@code cache} (null: none) for the model whose {@link ModelDigest} the
+     * caller has; {@link #scores} gives it.
+     */
+    public static FloatBaseline start(Checkpoint ckpt, GateText text, Path cache, String modelDigest) {
+        return new FloatBaseline(ckpt, text, cache, Background.done(cache == null ? null : key(modelDigest, text)));
     }
 
     /** The float model's scores: from the cache when there, else computed (and cached). */
@@ -82,29 +82,12 @@ public final class FloatBaseline {
         return s;
     }
 
-    static String key(Path model, GateText text) {
+    static String key(String modelDigest, GateText text) {
         try {
             MessageDigest md = MessageDigest.getInstance("SHA-256");
-            List<Path> files;
-            try (Stream<Path> s = Files.list(model)) {
-                files = s.filter(p -> {
-                    String n = p.getFileName().toString();
-                    return n.equals("config.json") || n.endsWith(".safetensors");
-                }).sorted().toList();
-            }
-            byte[] buf = new byte[1 << 20];
-            for (Path f : files) {
-                md.update(f.getFileName().toString().getBytes());
-                try (InputStream in = new DigestInputStream(Files.newInputStream(f), md)) {
-                    while (in.read(buf) >= 0) {
-                        // the stream updates the digest
-                    }
-                }
-            }
+            md.update(modelDigest.getBytes());
             md.update(text.digest().getBytes());
             return HexFormat.of().formatHex(md.digest());
-        } catch (IOException e) {
-            throw new UncheckedIOException("reading " + model + ": " + e.getMessage(), e);
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);
         }

@@ -12,6 +12,8 @@ import dev.hexforge.quant.calib.LayerForward;
 import dev.hexforge.quant.calib.LayerParams;
 import dev.hexforge.quant.calib.LayerSource;
 import dev.hexforge.quant.calib.SequenceBatches;
+import dev.hexforge.quant.resume.JournalJson;
+import dev.hexforge.quant.resume.LayerJournal;
 import dev.hexforge.quant.rtn.Rtn;
 
 import java.util.ArrayList;
@@ -49,11 +51,27 @@ public final class GptqRunner {
     /** As the other, putting each quantized linear into {@code out} as it is finished (a StoredTensors keeps them off the heap). */
     public static Result run(LayerSource base, CalibrationSet calib, QuantSpec spec, Gptq.Options opt, List<String> keep,
                              Progress progress, Map<String, QuantizedLinear> out) {
+        return run(base, calib, spec, opt, keep, progress, out, LayerJournal.NONE);
+    }
+
+    /**
+     * As the other, saving the hidden states and the errors after every layer in {@code journal} and continuing
+     * after the last saved layer when it holds one ({@code out} must then hold the tensors stored by that layer).
+     */
+    public static Result run(LayerSource base, CalibrationSet calib, QuantSpec spec, Gptq.Options opt, List<String> keep,
+                             Progress progress, Map<String, QuantizedLinear> out, LayerJournal journal) {
         ModelConfig c = base.config();
         LayerForward lf = new LayerForward(c);
         List<SequenceBatches.Batch> batches = SequenceBatches.of(calib.sequences(), base);
         List<LayerError> errors = new ArrayList<>();
-        for (int l = 0; l < c.numLayers(); l++) {
+        int first = 0;
+        LayerJournal.State saved = journal.resume();
+        if (saved != null) {
+            SequenceBatches.restore(batches, saved.hidden());
+            errors.addAll(JournalJson.read(saved.json(), LayerError[].class));
+            first = saved.layersDone();
+        }
+        for (int l = first; l < c.numLayers(); l++) {
             LayerParams p = base.layer(l);
             List<LayerForward.Steps> steps = new ArrayList<>();
             for (SequenceBatches.Batch b : batches) {
@@ -104,6 +122,7 @@ public final class GptqRunner {
                 batches.get(bi).x = steps.get(bi).output();
                 steps.set(bi, null);
             }
+            journal.save(new LayerJournal.State(l + 1, out.size(), SequenceBatches.hidden(batches), JournalJson.write(errors), Map.of()));
             progress.update("gptq layer " + (l + 1) + "/" + c.numLayers(), l + 1, c.numLayers());
         }
         return new Result(new QuantizedModel(c, spec, out), errors);
