@@ -35,12 +35,20 @@ class QuantizeWorker extends StageWorker {
         return "quantizing (" + request.spec().quantize().method() + ")";
     }
 
+    /** A quantize killed mid-run continues after its last finished layer when its request comes again. */
+    @Override
+    protected String resumableOutput() {
+        return OUT;
+    }
+
+    private static final String OUT = "out";
+
     @Override
     protected StageEvents.Completed run(Attempt a) {
         JobSpec.Quantize q = a.spec().quantize();
         Path calib = q.calibration() != null ? a.input("quantize.calibration", q.calibration()) : BundledData.calibration(work());
         QuantizePipeline.Result r = QuantizePass.run(a.model(), QuantizePass.options(a.spec(), calib, BundledData.evalText(work()), work().resolve("cache")),
-                a.dir().resolve("out"), (what, done, total) -> a.progress(total == 0 ? 0 : 90.0 * done / total, what, Map.of(), false));
+                a.dir().resolve(OUT), (what, done, total) -> a.progress(total == 0 ? 0 : 90.0 * done / total, what, Map.of(), false));
         Map<String, Object> report = ContractsJson.MAPPER.convertValue(r.report(), new TypeReference<Map<String, Object>>() { });
         if (!r.passed()) {
             throw new StageFailure(ErrorCode.ACCURACY_GATE.error(r.gateMessage()), report);

@@ -20,6 +20,7 @@ import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.kafka.listener.MessageListenerContainer;
 import org.springframework.kafka.support.Acknowledgment;
 
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -35,6 +36,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
+import java.util.stream.Stream;
 
 /**
  * What every stage service does around its pass: read the request, re-emit the stored result of an attempt that
@@ -310,8 +312,7 @@ public abstract class StageWorker implements DisposableBean {
                 LOG.info("attempt {} was cancelled before it started; dropped", req.attemptId());
                 return;
             }
-            Folders.deleteTree(dir);
-            Files.createDirectories(dir);
+            clearForAttempt(dir);
             AttemptRun attempt = new AttemptRun(this, req, dir);
             running.put(req.attemptId(), attempt);
             attempt.progress(0, startMessage(req), Map.of(), true);
@@ -357,6 +358,35 @@ public abstract class StageWorker implements DisposableBean {
             running.remove(req.attemptId());
             Folders.deleteQuietly(dir);
         }
+    }
+
+    /**
+     * The folder under an attempt's own ({@link Attempt#dir}) whose pass continues from what is there when the same
+     * attempt is delivered again, after its service was killed mid-run; null (the default) when the pass starts over.
+     */
+    protected String resumableOutput() {
+        return null;
+    }
+
+    /**
+     * An attempt's folder as its run starts: empty, but for the resumable output that a killed run of the same
+     * attempt left (its inputs are fetched again: they may have been half-written).
+     */
+    private void clearForAttempt(Path dir) throws IOException {
+        String kept = resumableOutput();
+        if (kept != null && Files.isDirectory(dir.resolve(kept))) {
+            LOG.info("{} attempt {} delivered again: its pass continues from its {} folder", stage.id(), dir.getFileName(), kept);
+            try (Stream<Path> children = Files.list(dir)) {
+                for (Path p : children.toList()) {
+                    if (!p.getFileName().toString().equals(kept)) {
+                        Folders.deleteTree(p);
+                    }
+                }
+            }
+            return;
+        }
+        Folders.deleteTree(dir);
+        Files.createDirectories(dir);
     }
 
     /** The one way an attempt fails: its failed event, delivered as completions are. */

@@ -88,6 +88,53 @@ class StageWorkerTest {
         }
     }
 
+    /** A pass whose output folder is resumable (as the quantize stage's): it records what it finds there. */
+    static final class Resumable extends StageWorker {
+        final List<String> found = new java.util.ArrayList<>();
+        final boolean resumes;
+
+        Resumable(KafkaTemplate<String, String> kafka, ArtifactStore store, Path work, boolean resumes) {
+            super(Stage.QUANTIZE, kafka, store, work, Duration.ofMillis(1));
+            this.resumes = resumes;
+        }
+
+        @Override
+        protected String resumableOutput() {
+            return resumes ? "out" : null;
+        }
+
+        @Override
+        protected StageEvents.Completed run(Attempt a) throws Exception {
+            try (java.util.stream.Stream<Path> s = Files.walk(a.dir())) {
+                s.filter(Files::isRegularFile).forEach(p -> found.add(a.dir().relativize(p).toString()));
+            }
+            Path out = Files.createDirectories(a.dir().resolve("out"));
+            Files.writeString(out.resolve("checkpoint"), "weights");
+            return a.completed(List.of(a.storeOutput(out, "quantized-checkpoint")), Map.of());
+        }
+    }
+
+    @Test
+    void anAttemptDeliveredAgainAfterItsServiceWasKilledFindsItsResumableOutputAndNothingElse() throws Exception {
+        try (EmbeddedS3 s3 = EmbeddedS3.start(dir.resolve("s3"), EmbeddedInfra.Ports.free(), "hexforge", "secret-key-123")) {
+            ArtifactStore store = new ArtifactStore(s3.endpoint(), "hexforge", "secret-key-123");
+            for (boolean resumes : List.of(true, false)) {
+                Path work = dir.resolve("work-" + resumes);
+                String attempt = UUID.randomUUID().toString();
+                // what a SIGKILL mid-run leaves: the pass's work in progress and a half-fetched input
+                Path left = Files.createDirectories(work.resolve(attempt));
+                Files.createDirectories(left.resolve("out/.work"));
+                Files.writeString(left.resolve("out/.work/run.json"), "{}");
+                Files.createDirectories(left.resolve("in"));
+                Files.writeString(left.resolve("in/half-unpacked"), "x");
+                Resumable worker = new Resumable(new SentEvents(), store, work, resumes);
+                worker.handle(request(attempt));
+                assertEquals(resumes ? List.of("out/.work/run.json") : List.of(), worker.found, "resumes: " + resumes);
+                assertFalse(Files.exists(left), "the attempt's folder is cleaned up when it ends");
+            }
+        }
+    }
+
     /** A service whose own database counts as a dependency to wait for (the artifact service's sign stage). */
     static final class WithADatabase extends StageWorker {
         WithADatabase(Path work) {
