@@ -5,6 +5,7 @@ import dev.hexforge.forward.DecoderWeights.LowRankDelta;
 import dev.hexforge.io.Folders;
 import dev.hexforge.safetensors.DType;
 import dev.hexforge.safetensors.SafetensorsWriter;
+import dev.hexforge.safetensors.ShardedWriter;
 import dev.hexforge.safetensors.TensorInfo;
 
 import java.io.IOException;
@@ -45,7 +46,8 @@ public final class LoraMerge {
                             SafetensorsWriter.encode(LoraAdapter.merged(base.floats(name), d), dtype))));
                 }
             }
-            SafetensorsWriter.write(tmp.resolve("model.safetensors"), Map.of("format", "pt"), entries);
+            // in Hugging Face's shards when over its shard size, as save_pretrained writes a merged model
+            ShardedWriter.write(tmp, Map.of("format", "pt"), entries, ShardedWriter.DEFAULT_SHARD_BYTES);
             base.copySideFiles(tmp);
             Files.move(tmp, out, StandardCopyOption.ATOMIC_MOVE);
         } catch (IOException | RuntimeException e) {

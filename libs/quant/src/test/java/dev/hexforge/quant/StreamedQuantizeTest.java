@@ -95,6 +95,23 @@ class StreamedQuantizeTest {
     }
 
     @Test
+    void aCheckpointInShardsQuantizesToTheSameTensorsAsInOneFile() {
+        SyntheticCheckpoint.Options o = new SyntheticCheckpoint.Options(Preset.TINY, Architecture.LLAMA, false, DType.BF16, 5);
+        Path single = tmp.resolve("one-file");
+        Path sharded = tmp.resolve("shards");
+        SyntheticCheckpoint.write(o, single, Progress.NONE);
+        SyntheticCheckpoint.write(o, sharded, 200_000, Progress.NONE);
+        try (Checkpoint a = Checkpoint.open(single); Checkpoint b = Checkpoint.open(sharded)) {
+            assertTrue(b.store().files().size() > 2, "written in shards");
+            CalibrationSet calib = calibration(single, 8, 64);
+            assertSameTensors(GptqRunner.run(LayerSource.of(a), calib, QuantSpec.int4Group128(), Gptq.Options.defaults(), List.of(),
+                            Progress.NONE).model().withEmbeddings(a, QuantSpec.int8PerChannel()),
+                    GptqRunner.run(LayerSource.of(b), calib, QuantSpec.int4Group128(), Gptq.Options.defaults(), List.of(),
+                            Progress.NONE).model().withEmbeddings(b, QuantSpec.int8PerChannel()));
+        }
+    }
+
+    @Test
     void gptqByLayerFromTheCheckpointIsGptqOnTheFloatModel() {
         for (Path model : List.of(Fixtures.qwen2Tiny(), synthetic())) {
             CalibrationSet calib = calibration(model, 8, 64);
