@@ -53,27 +53,57 @@ public final class Perplexity {
         if (windows == 0) {
             throw new IllegalArgumentException("the text has " + ids.length + " tokens, fewer than one window of " + window);
         }
-        double nll = 0;
-        int scored = 0;
+        Windows scored = new Windows(windows, window);
         int[] chunk = new int[window];
-        int[] top1 = new int[windows * (window - 1)];
         for (int w = 0; w < windows; w++) {
             System.arraycopy(ids, w * window, chunk, 0, window);
-            float[][] logits;
             try (DecodeSession s = model.start(window)) {
-                logits = s.appendAll(chunk);
+                scored.add(s.appendAll(chunk), chunk);
             }
-            nll += windowNll(logits, chunk);
-            for (int t = 0; t + 1 < window; t++) {
-                top1[scored + t] = argmax(logits[t]);
-            }
-            scored += window - 1;
             if (onWindow != null) {
                 onWindow.accept(w + 1);
             }
         }
-        double mean = nll / scored;
-        return new Scored(new Result(Math.exp(mean), mean, scored, windows, ids.length - windows * window), top1);
+        return scored.result(ids.length - windows * window);
+    }
+
+    /**
+     * Windows scored one at a time, in order, from their logits (each a fresh context): for a caller that runs the
+     * windows itself, as a model scored a part at a time does.
+     */
+    public static final class Windows {
+        private final int window;
+        private final int[] top1;
+        private double nll;
+        private int scored;
+        private int windows;
+
+        public Windows(int windows, int window) {
+            this.window = window;
+            this.top1 = new int[windows * (window - 1)];
+        }
+
+        /** The next window's tokens and the logits of its positions. */
+        public void add(float[][] logits, int[] tokens) {
+            if (tokens.length != window) {
+                throw new IllegalArgumentException("a window of " + tokens.length + " tokens, not " + window);
+            }
+            nll += windowNll(logits, tokens);
+            for (int t = 0; t + 1 < window; t++) {
+                top1[scored + t] = argmax(logits[t]);
+            }
+            scored += window - 1;
+            windows++;
+        }
+
+        /** @param dropped the text's trailing tokens that filled no window */
+        public Scored result(int dropped) {
+            if (scored != top1.length) {
+                throw new IllegalStateException(windows + " windows scored of " + top1.length / (window - 1));
+            }
+            double mean = nll / scored;
+            return new Scored(new Result(Math.exp(mean), mean, scored, windows, dropped), top1);
+        }
     }
 
     static int argmax(float[] logits) {

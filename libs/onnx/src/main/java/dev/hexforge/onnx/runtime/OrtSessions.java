@@ -80,6 +80,9 @@ public final class OrtSessions {
             }
             so.setOptimizationLevel(OrtSession.SessionOptions.OptLevel.ALL_OPT);
             so.addConfigEntry("session.qdq_matmulnbits_accuracy_level", "0");
+            // the weights outside the session's arena, so they go back to the system with the session: a pass that
+            // opens a session per layer or part otherwise keeps the arena's high-water mark for its whole run
+            so.addConfigEntry("session.use_device_allocator_for_initializers", "1");
             if (threads > 0) {
                 so.setIntraOpNumThreads(threads);
             }

@@ -10,6 +10,7 @@ import dev.hexforge.onnx.export.LinearFormat;
 import dev.hexforge.onnx.qdq.ActivationEncodings;
 import dev.hexforge.onnx.runtime.LargeStack;
 import dev.hexforge.onnx.runtime.OnnxLm;
+import dev.hexforge.onnx.runtime.PartwisePrompt;
 import dev.hexforge.progress.Progress;
 
 import java.nio.file.Path;
@@ -21,18 +22,16 @@ public final class OnnxScoring {
 
     /**
      * Scores the fully quantized static graphs (weights as {@code format} stores them, every activation at its
-     * {@code activations} encoding): one prompt-graph run per window, as a phone runs a prompt.
+     * {@code activations} encoding): one prompt-graph run per window, as a phone runs a prompt; a part of the graphs
+     * at a time (the NPU's per-graph limit cuts a large model into parts), so the gate needs the memory of one part.
      */
     public static Perplexity.Scored scoreStatic(Checkpoint ckpt, LinearFormat format, ActivationEncodings activations,
                                                 GateText text, Path scratch) {
         try {
             DecoderExporter.export(ckpt, scratch, ExportOptions.staticShapes(text.window(), text.window() + 1), format,
                     activations, Progress.NONE);
-            return LargeStack.call("hexforge-gate", () -> {
-                try (CausalLm lm = OnnxLm.open(scratch, Runtime.getRuntime().availableProcessors())) {
-                    return Perplexity.score(lm, text.ids(), text.window(), null);
-                }
-            });
+            return LargeStack.call("hexforge-gate", () -> PartwisePrompt.score(scratch, text.ids(),
+                    Runtime.getRuntime().availableProcessors()));
         } finally {
             Folders.deleteQuietly(scratch);
         }
