@@ -5,6 +5,7 @@ import dev.hexforge.eval.Perplexity;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.LogitRows;
 import dev.hexforge.onnx.export.ExportInfo;
+import dev.hexforge.onnx.runtime.PartwisePrompt;
 import dev.hexforge.quant.gate.FloatScoring;
 import dev.hexforge.tokenizer.Tokenizer;
 import picocli.CommandLine.Command;
@@ -55,7 +56,10 @@ final class EvalCommand implements Runnable {
                 int[] ids = tok.encode(content);
                 int windows = ids.length / window;
                 IntConsumer progress = w -> bar.update("window " + w + "/" + windows, w, windows);
-                if (ExportInfo.isExport(model)) {
+                if (ExportInfo.isExport(model) && PartwisePrompt.scores(ExportInfo.read(model), window)) {
+                    // static graphs whose prompt is the window: a part at a time, so a model of any size fits
+                    r = PartwisePrompt.score(model, ids, threads).result();
+                } else if (ExportInfo.isExport(model)) {
                     try (CausalLm lm = Models.open(model, threads, LogitRows.ALL)) {
                         r = Perplexity.evaluate(lm, ids, window, progress);
                     }

@@ -10,6 +10,7 @@ import dev.hexforge.io.Folders;
 import dev.hexforge.safetensors.DType;
 import dev.hexforge.safetensors.SafetensorsFile;
 import dev.hexforge.safetensors.SafetensorsWriter;
+import dev.hexforge.safetensors.ShardedWriter;
 import dev.hexforge.safetensors.TensorInfo;
 
 import java.io.IOException;
@@ -26,7 +27,10 @@ import java.util.Map;
 
 /**
  * A quantized model as a folder, the quantize pass's output and the export pass's input: a Hugging Face checkpoint
- * whose {@code model.safetensors} holds the dequantized (fake-quantized) weights, so any tool can evaluate it, plus
+ * whose weights ({@code model.safetensors}, or Hugging Face's shards above 5 GB) are the dequantized (fake-quantized)
+ * ones in the source's own type (float32 from float32; bf16 or f16 from a 16-bit checkpoint, as a tool loading it in
+ * its {@code torch_dtype} would round them anyway: an 8B model's would be 32 GB in float32), so any tool can evaluate
+ * it, plus
  * {@code hexforge_quant.safetensors} with the exact integers, scales and zero points per linear
  * ({@code <module>.q}, {@code .scale} [out, groups], {@code .zero}) and {@code hexforge_quant.json} with the spec.
  */
@@ -66,14 +70,15 @@ public final class QuantizedCheckpoint {
                     model.add(SafetensorsWriter.Entry.ofFloatPieces(name, t.shape(), () -> {
                         QuantizedLinear q = last.get(name);
                         return (from, into, count) -> q.dequantize((int) from, into, count);
-                    }, DType.F32));
+                    }, floatType(t)));
                 } else if (replaced != null) {
+                    // exact: the export reads a method's rewritten floats (AWQ's folded norms) back from here
                     model.add(SafetensorsWriter.Entry.ofFloats(name, t.shape(), replaced, DType.F32));
                 } else {
                     model.add(SafetensorsWriter.Entry.ofBytes(name, t.dtype(), t.shape(), ckpt.store().bytes(name)));
                 }
             }
-            SafetensorsWriter.write(tmp.resolve("model.safetensors"), Map.of("format", "pt"), model);
+            ShardedWriter.write(tmp, Map.of("format", "pt"), model, ShardedWriter.DEFAULT_SHARD_BYTES);
             List<SafetensorsWriter.Entry> params = new ArrayList<>();
             for (String name : all.keySet()) {
                 QuantizedLinear.Shape shape = qm.shape(name);
@@ -102,6 +107,11 @@ public final class QuantizedCheckpoint {
             Folders.deleteQuietly(tmp);
             throw e;
         }
+    }
+
+    /** The type a dequantized tensor is written in: the source tensor's when it is a 16-bit float, else float32. */
+    private static DType floatType(TensorInfo source) {
+        return source.dtype() == DType.BF16 || source.dtype() == DType.F16 ? source.dtype() : DType.F32;
     }
 
     /** The quantized linears (and rewritten floats) of a quantized checkpoint opened as {@code ckpt}. */

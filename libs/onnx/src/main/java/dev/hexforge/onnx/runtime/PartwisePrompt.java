@@ -1,38 +1,46 @@
 package dev.hexforge.onnx.runtime;
 
+import ai.onnxruntime.NodeInfo;
 import ai.onnxruntime.OnnxTensor;
 import ai.onnxruntime.OrtEnvironment;
 import ai.onnxruntime.OrtException;
 import ai.onnxruntime.OrtSession;
+import ai.onnxruntime.TensorInfo;
+import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.eval.Perplexity;
+import dev.hexforge.forward.Rope;
 import dev.hexforge.onnx.export.ExportInfo;
-import dev.hexforge.onnx.export.GraphParts;
+import dev.hexforge.onnx.export.GenieIo;
 import dev.hexforge.onnx.export.Variant;
 
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 
 /**
- * Perplexity of a static export scored a part at a time: every window (a fresh context, one prompt-graph run, as a
- * phone runs a prompt) goes through the first part's graph, then every window through the next, the windows' hidden
- * states kept between parts. One part's session is open at a time and the token graphs are never loaded, so a model
- * too big for one session is scored in the memory of its largest part. The same numbers as running each window
- * through the whole pipeline ({@link StaticOnnxLm}): the same graphs on the same inputs.
+ * Perplexity of a static or Genie export scored a part at a time: every window (a fresh context, one prompt-graph
+ * run, as a phone runs a prompt) goes through the first part's graph, then every window through the next, the
+ * windows' hidden states kept between parts. One part's session is open at a time and the token graphs are never
+ * loaded, so a model too big for one session is scored in the memory of its largest part. The same numbers as running
+ * each window through the whole pipeline ({@link StaticOnnxLm}): the same graphs on the same inputs, the empty past
+ * cache as zeros.
  */
 public final class PartwisePrompt {
     private PartwisePrompt() {
     }
 
+    /** Whether an export can be scored this way in windows of {@code window} tokens: its prompt graphs' length. */
+    public static boolean scores(ExportInfo info, int window) {
+        return info.variant().fixedShapes() && info.promptLength() == window;
+    }
+
     public static Perplexity.Scored score(Path dir, int[] ids, int threads) {
         ExportInfo info = ExportInfo.read(dir);
-        if (info.variant() != Variant.STATIC) {
-            throw new IllegalArgumentException(dir + ": scoring by parts takes a static export, not " + info.variant().id());
+        if (!info.variant().fixedShapes()) {
+            throw new IllegalArgumentException(dir + ": scoring by parts takes a static or Genie export, not " + info.variant().id());
         }
         int seq = info.promptLength();
         int ctx = info.contextLength();
@@ -41,78 +49,88 @@ public final class PartwisePrompt {
             throw new IllegalArgumentException("the text has " + ids.length + " tokens, fewer than one window of " + seq);
         }
         OrtEnvironment env = OrtEnvironment.getEnvironment();
-        int kvh = info.numKvHeads();
-        int d = info.headDim();
-        long[] pastShape = {1, kvh, ctx - seq, d};
-        float[] zeros = new float[kvh * (ctx - seq) * d];
+        int[] positions = StaticInputs.positions(0, seq, ctx);
+        Map<String, OnnxTensor> shared = new HashMap<>();
         Perplexity.Windows scored = new Perplexity.Windows(windows, seq);
         FloatBuffer[] hidden = new FloatBuffer[windows];
         long[][] hiddenShape = new long[windows][];
-        List<String> roles = info.roles("prompt");
-        try (OnnxTensor pos = OnnxTensor.createTensor(env, IntBuffer.wrap(StaticInputs.positions(0, seq, ctx)), new long[]{1, seq});
-             OnnxTensor mask = OnnxTensor.createTensor(env, FloatBuffer.wrap(StaticInputs.mask(0, seq, ctx, info.maskNegative())),
-                     new long[]{1, 1, seq, ctx});
-             OnnxTensor past = OnnxTensor.createTensor(env, FloatBuffer.wrap(zeros), pastShape)) {
-            for (String role : roles) {
+        try {
+            shared.put("position_ids", OnnxTensor.createTensor(env, IntBuffer.wrap(positions), new long[]{1, seq}));
+            shared.put("attention_mask", OnnxTensor.createTensor(env,
+                    FloatBuffer.wrap(StaticInputs.mask(0, seq, ctx, info.maskNegative())), new long[]{1, 1, seq, ctx}));
+            if (info.variant() == Variant.GENIE) {
+                Rope rope = Rope.of(ModelConfig.read(dir), ctx);
+                long[] half = {1, 1, seq, info.headDim() / 2};
+                shared.put(GenieIo.COS, OnnxTensor.createTensor(env, StaticInputs.ropeHalf(rope.cos(), info.headDim(), positions), half));
+                shared.put(GenieIo.SIN, OnnxTensor.createTensor(env, StaticInputs.ropeHalf(rope.sin(), info.headDim(), positions), half));
+            }
+            for (String role : info.roles("prompt")) {
                 Path graph = info.graph(dir, role);
                 try (OrtSession session = info.quantizedIo() ? OrtSessions.openFloatBoundary(graph, threads, null, null)
                         : OrtSessions.open(graph, threads)) {
-                    boolean first = session.getInputNames().contains("input_ids");
-                    boolean last = session.getOutputNames().contains("logits");
-                    List<String> pasts = new ArrayList<>();
-                    String hiddenIn = null;
-                    for (String name : session.getInputNames()) {
-                        if (name.startsWith("past_key_values.")) {
-                            pasts.add(name);
-                        } else if (name.startsWith("hidden_states.")) {
-                            hiddenIn = name;
-                        }
-                    }
-                    String hiddenOut = null;
-                    for (String name : session.getOutputNames()) {
-                        if (name.startsWith("hidden_states.")) {
-                            hiddenOut = name;
-                        }
-                    }
-                    for (int w = 0; w < windows; w++) {
-                        int[] window = Arrays.copyOfRange(ids, w * seq, (w + 1) * seq);
-                        OnnxTensor x = first ? OnnxTensor.createTensor(env, IntBuffer.wrap(window), new long[]{1, seq})
-                                : OnnxTensor.createTensor(env, hidden[w], hiddenShape[w]);
-                        try {
-                            Map<String, OnnxTensor> in = new HashMap<>();
-                            in.put(first ? "input_ids" : hiddenIn, x);
-                            if (session.getInputNames().contains("position_ids")) {
-                                in.put("position_ids", pos);
-                            }
-                            if (session.getInputNames().contains("attention_mask")) {
-                                in.put("attention_mask", mask);
-                            }
-                            pasts.forEach(n -> in.put(n, past));
-                            String next = hiddenOut;
-                            try (OrtSession.Result r = OrtRuns.run(o -> session.run(in, o))) {
-                                if (last) {
-                                    FloatBuffer lb = ((OnnxTensor) r.get("logits").orElseThrow()).getFloatBuffer();
-                                    float[][] logits = new float[seq][info.vocabSize()];
-                                    for (float[] row : logits) {
-                                        lb.get(row);
-                                    }
-                                    scored.add(logits, window);
-                                    hidden[w] = null;
-                                } else {
-                                    OnnxTensor h = (OnnxTensor) r.get(next).orElseThrow();
-                                    hidden[w] = h.getFloatBuffer(); // a copy, owned here
-                                    hiddenShape[w] = h.getInfo().getShape();
-                                }
-                            }
-                        } finally {
-                            x.close();
-                        }
-                    }
+                    runPart(env, session, info, ids, seq, shared, scored, hidden, hiddenShape);
                 }
             }
         } catch (OrtException e) {
             throw new OnnxRuntimeException(dir + ": ONNX Runtime run failed: " + e.getMessage(), e);
+        } finally {
+            shared.values().forEach(OnnxTensor::close);
         }
         return scored.result(ids.length - windows * seq);
+    }
+
+    /** Every window through one part: its hidden states replaced by the part's, or scored when the part ends in logits. */
+    private static void runPart(OrtEnvironment env, OrtSession session, ExportInfo info, int[] ids, int seq,
+                                Map<String, OnnxTensor> shared, Perplexity.Windows scored, FloatBuffer[] hidden,
+                                long[][] hiddenShape) throws OrtException {
+        String hiddenIn = null;
+        Map<String, OnnxTensor> empty = new HashMap<>(); // the past cache's inputs: nothing cached yet
+        try {
+            for (Map.Entry<String, NodeInfo> e : session.getInputInfo().entrySet()) {
+                String name = e.getKey();
+                if (name.startsWith("hidden_states.")) {
+                    hiddenIn = name;
+                } else if (!name.equals("input_ids") && !shared.containsKey(name)) {
+                    long[] shape = ((TensorInfo) e.getValue().getInfo()).getShape();
+                    empty.put(name, OnnxTensor.createTensor(env, FloatBuffer.allocate((int) Arrays.stream(shape).reduce(1, (a, b) -> a * b)),
+                            shape));
+                }
+            }
+            String hiddenOut = session.getOutputNames().stream().filter(n -> n.startsWith("hidden_states.")).findFirst().orElse(null);
+            boolean last = session.getOutputNames().contains("logits");
+            for (int w = 0; w < hidden.length; w++) {
+                int[] window = Arrays.copyOfRange(ids, w * seq, (w + 1) * seq);
+                OnnxTensor x = hiddenIn == null ? OnnxTensor.createTensor(env, IntBuffer.wrap(window), new long[]{1, seq})
+                        : OnnxTensor.createTensor(env, hidden[w], hiddenShape[w]);
+                try {
+                    Map<String, OnnxTensor> in = new HashMap<>(empty);
+                    in.put(hiddenIn == null ? "input_ids" : hiddenIn, x);
+                    shared.forEach((name, t) -> {
+                        if (session.getInputNames().contains(name)) {
+                            in.put(name, t);
+                        }
+                    });
+                    try (OrtSession.Result r = OrtRuns.run(o -> session.run(in, o))) {
+                        if (last) {
+                            FloatBuffer lb = ((OnnxTensor) r.get("logits").orElseThrow()).getFloatBuffer();
+                            float[][] logits = new float[seq][info.vocabSize()];
+                            for (float[] row : logits) {
+                                lb.get(row);
+                            }
+                            scored.add(logits, window);
+                            hidden[w] = null;
+                        } else {
+                            OnnxTensor h = (OnnxTensor) r.get(hiddenOut).orElseThrow();
+                            hidden[w] = h.getFloatBuffer(); // a copy, owned here
+                            hiddenShape[w] = h.getInfo().getShape();
+                        }
+                    }
+                } finally {
+                    x.close();
+                }
+            }
+        } finally {
+            empty.values().forEach(OnnxTensor::close);
+        }
     }
 }

@@ -1,5 +1,6 @@
 package dev.hexforge.onnx.runtime;
 
+import java.nio.FloatBuffer;
 import java.util.Arrays;
 
 /**
@@ -34,5 +35,18 @@ public final class StaticInputs {
             }
         }
         return mask;
+    }
+
+    /**
+     * A Genie graph's cos or sin input for {@code positions}: the first half of each position's row of a
+     * [ctx, headDim] RoPE table ({@code cat(freqs, freqs)} per position), [seq, headDim / 2].
+     */
+    public static FloatBuffer ropeHalf(float[] table, int headDim, int[] positions) {
+        int half = headDim / 2;
+        FloatBuffer b = FloatBuffer.allocate(positions.length * half);
+        for (int p : positions) {
+            b.put(table, p * headDim, half);
+        }
+        return b.flip();
     }
 }

@@ -183,8 +183,8 @@ public final class StaticOnnxLm implements CausalLm {
             OnnxTensor hidden = null;
             try (OnnxTensor ids = OnnxTensor.createTensor(env, IntBuffer.wrap(idBuf), new long[]{1, seq});
                  OnnxTensor pos = OnnxTensor.createTensor(env, IntBuffer.wrap(posBuf), new long[]{1, seq});
-                 OnnxTensor cos = genie ? OnnxTensor.createTensor(env, halfTable(rope.cos(), posBuf), halfShape) : null;
-                 OnnxTensor sin = genie ? OnnxTensor.createTensor(env, halfTable(rope.sin(), posBuf), halfShape) : null;
+                 OnnxTensor cos = genie ? OnnxTensor.createTensor(env, StaticInputs.ropeHalf(rope.cos(), d, posBuf), halfShape) : null;
+                 OnnxTensor sin = genie ? OnnxTensor.createTensor(env, StaticInputs.ropeHalf(rope.sin(), d, posBuf), halfShape) : null;
                  OnnxTensor maskT = OnnxTensor.createTensor(env, FloatBuffer.wrap(mask), new long[]{1, 1, seq, ctx})) {
                 float[][] logits = null;
                 // what every part may take besides its own layers' cache
@@ -283,16 +283,6 @@ public final class StaticOnnxLm implements CausalLm {
                 present.position(row * seq);
                 present.get(cache, row * ctx + length, n);
             }
-        }
-
-        /** The first half of each position's row of a [ctx, d] RoPE table: Genie's cos / sin input, [seq, d/2]. */
-        private FloatBuffer halfTable(float[] table, int[] positions) {
-            int half = d / 2;
-            FloatBuffer b = FloatBuffer.allocate(positions.length * half);
-            for (int p : positions) {
-                b.put(table, p * d, half);
-            }
-            return b.flip();
         }
 
         /** Copies the first {@code n} of {@code seq} new entries per head into slots [length, length + n). */

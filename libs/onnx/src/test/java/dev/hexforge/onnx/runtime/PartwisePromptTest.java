@@ -55,12 +55,34 @@ class PartwisePromptTest {
     }
 
     @Test
+    void aGenieExportScoredPartByPartIsItsPipeline() throws Exception {
+        Path genie = tmp.resolve("genie");
+        try (Checkpoint ckpt = Checkpoint.open(Fixtures.qwen2Tiny())) {
+            DecoderExporter.export(ckpt, genie, new ExportOptions(Variant.GENIE, 128, 512, 17, 2_000_000), Progress.NONE);
+        }
+        int[] ids;
+        try (Tokenizer tok = Tokenizer.load(Fixtures.qwen2Tiny())) {
+            ids = tok.encode(Files.readString(Fixtures.root().resolve("corpus/eval.txt")));
+        }
+        Perplexity.Scored parts = PartwisePrompt.score(genie, ids, 1);
+        Perplexity.Scored pipeline;
+        try (CausalLm lm = OnnxLm.open(genie, 1)) {
+            pipeline = Perplexity.score(lm, ids, 128, null);
+        }
+        assertEquals(pipeline.result(), parts.result());
+        assertArrayEquals(pipeline.top1(), parts.top1());
+        double reference = Fixtures.json(Fixtures.reference("perplexity.json")).path("results").path("float32")
+                .path("eval.txt").path("perplexity").asDouble();
+        assertEquals(reference, parts.result().perplexity(), reference * 1e-4);
+    }
+
+    @Test
     void aDynamicExportIsRefusedByName() {
         Path dynamic = tmp.resolve("dynamic");
         try (Checkpoint ckpt = Checkpoint.open(Fixtures.qwen2Tiny())) {
             DecoderExporter.export(ckpt, dynamic, ExportOptions.dynamic(), Progress.NONE);
         }
         String m = assertThrows(IllegalArgumentException.class, () -> PartwisePrompt.score(dynamic, new int[256], 1)).getMessage();
-        assertTrue(m.contains("static export"), m);
+        assertTrue(m.contains("static or Genie export"), m);
     }
 }
