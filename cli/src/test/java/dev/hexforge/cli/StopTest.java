@@ -84,12 +84,16 @@ class StopTest {
 
     @ParameterizedTest
     @CsvSource({"INT", "TERM"})
-    void aQuantizeStoppedInItsGateLeavesNoOutputFolder(String signal) throws Exception {
+    void aQuantizeStoppedInItsGateLeavesOnlyItsWorkToResumeFrom(String signal) throws Exception {
         Path out = tmp.resolve("q-" + signal);
         Ended e = signalled(signal, 100, "quantize", "--model", Fixtures.qwen2Tiny().toString(), "--method", "rtn", "--bits", "4",
                 "--format", "matmulnbits", "--eval", longText.toString(), "--eval-tokens", "60000", "--out", out.toString());
         assertStoppedCleanly(e, signal);
-        assertFalse(Files.exists(out), "the output folder was started and left half-written");
+        try (var files = Files.list(out)) {
+            assertEquals(List.of(".work"), files.map(f -> f.getFileName().toString()).toList(),
+                    "no output half-written: only the work the same command continues from");
+        }
+        assertTrue(Files.isRegularFile(out.resolve(".work/run.json")));
     }
 
     @ParameterizedTest

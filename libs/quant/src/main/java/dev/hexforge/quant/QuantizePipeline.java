@@ -98,6 +98,9 @@ public final class QuantizePipeline {
         Path runningKey = scratch.resolve(KEY);
         Path finishedKey = out.resolve(FINISHED_KEY);
         boolean interrupted = Files.isRegularFile(runningKey);
+        if (!interrupted && Files.isDirectory(scratch)) {
+            Folders.deleteQuietly(scratch); // a run killed before it wrote its key: nothing of it can be continued
+        }
         boolean done = !interrupted && Files.isRegularFile(finishedKey) && Files.isRegularFile(out.resolve(REPORT));
         if (!interrupted && !done && !Folders.isMissingOrEmpty(out)) {
             throw new QuantizationException(out + " already exists and is not empty");

@@ -136,6 +136,15 @@ class QuantizeResumeTest {
     }
 
     @Test
+    void aRunKilledBeforeItWroteItsKeyStartsOver() throws IOException {
+        Path out = tmp.resolve("killed-at-once");
+        Files.createDirectories(out.resolve(QuantizePipeline.WORK).resolve("linears"));
+        Files.write(out.resolve(QuantizePipeline.WORK).resolve("linears/0.safetensors.partial"), new byte[]{1});
+        assertTrue(run(options("rtn", 16, false), out, Progress.NONE).passed());
+        assertFalse(Files.exists(out.resolve(QuantizePipeline.WORK)));
+    }
+
+    @Test
     void otherSettingsOrInputsAreRefusedByNameAndTheInterruptedWorkIsKept() throws IOException {
         QuantizeOptions o = options("gptq", 16, false);
         Path out = tmp.resolve("gptq-changed");
