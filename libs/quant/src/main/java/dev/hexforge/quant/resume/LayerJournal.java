@@ -51,12 +51,21 @@ public final class LayerJournal {
         return new LayerJournal(file);
     }
 
+    /** The state read when the run began: read once, however many ask (a large model's is a gigabyte). */
+    private State resumed;
+    private boolean read;
+
     /** The state of an earlier run to continue from, or null to start at the first layer. */
-    public State resume() {
-        return file != null && Files.isRegularFile(file) ? read(file) : null;
+    public synchronized State resume() {
+        if (!read) {
+            resumed = file != null && Files.isRegularFile(file) ? read(file) : null;
+            read = true;
+        }
+        return resumed;
     }
 
-    public void save(State state) {
+    public synchronized void save(State state) {
+        resumed = null; // superseded: its hidden states are not kept alive beside the run's own
         if (file != null) {
             write(file, state);
         }
