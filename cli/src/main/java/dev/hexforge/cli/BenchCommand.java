@@ -301,8 +301,12 @@ final class BenchCommand implements Runnable {
         int batch = 4;
         @Option(names = "--seq", description = "default ${DEFAULT-VALUE}")
         int seq = 128;
-        @Option(names = "--steps", description = "timed steps after 10 warm-up steps (default ${DEFAULT-VALUE})")
+        @Option(names = "--steps", description = "timed steps after the warm-up steps (default ${DEFAULT-VALUE})")
         int steps = 20;
+        @Option(names = "--warmup", description = "untimed steps first (default ${DEFAULT-VALUE})")
+        int warmup = 10;
+        @Option(names = "--rank", description = "LoRA rank; alpha is twice it (default ${DEFAULT-VALUE})")
+        int rank = 8;
         @Option(names = "--threads", split = ",", description = "thread counts to try (default 1,2)")
         int[] threads = {1, 2};
         @Option(names = "--targets", split = ",", description = "default q_proj,k_proj,v_proj,o_proj")
@@ -324,10 +328,13 @@ final class BenchCommand implements Runnable {
             }
             System.gc();
             resetPeaks();
-            DecoderWeights base;
             try (Checkpoint ckpt = Checkpoint.open(model)) {
-                base = DecoderWeights.load(ckpt);
+                run(DecoderWeights.frozen(ckpt), fileBytes); // as the finetune pass holds them, while the files are open
             }
+            return 0;
+        }
+
+        private void run(DecoderWeights base, long fileBytes) {
             var cfg = base.config();
             SplittableRandom rng = new SplittableRandom(0);
             List<TrainingExample> data = new ArrayList<>();
@@ -337,9 +344,10 @@ final class BenchCommand implements Runnable {
                 Arrays.fill(target, 1, seq + 1, true);
                 data.add(new TrainingExample(ids, target));
             }
-            var lora = new LoraConfig(8, 16, dropout, targets, false, null);
-            System.out.printf("model %s: %d layers, hidden %d, vocab %d; checkpoint %.1f MB; LoRA r 8 on %s; batch %d x %d tokens%n",
-                    model.getFileName(), cfg.numLayers(), cfg.hiddenSize(), cfg.vocabSize(), fileBytes / 1e6, targets, batch, seq);
+            var lora = new LoraConfig(rank, 2 * rank, dropout, targets, false, null);
+            System.out.printf("model %s: %d layers, hidden %d, vocab %d; checkpoint %.1f MB; LoRA r %d on %s; batch %d x %d tokens%n",
+                    model.getFileName(), cfg.numLayers(), cfg.hiddenSize(), cfg.vocabSize(), fileBytes / 1e6, rank, targets,
+                    batch, seq);
             for (int t : threads) {
                 try (var k = Kernels.float32(t)) {
                     var params = LoraParams.init(k, cfg, lora, 0);
@@ -348,8 +356,8 @@ final class BenchCommand implements Runnable {
                     int targetsPerStep = batch * seq;
                     double loss = 0;
                     long t0 = 0;
-                    for (int s = 0; s < steps + 10; s++) {
-                        if (s == 10) {
+                    for (int s = 0; s < steps + warmup; s++) {
+                        if (s == warmup) {
                             t0 = System.nanoTime();
                         }
                         params.zeroGradients();
@@ -364,7 +372,6 @@ final class BenchCommand implements Runnable {
             long peak = peakHeap();
             System.out.printf("peak heap %.0f MB = %.2fx the checkpoint file (%.0f MB)%n", peak / 1e6, (double) peak / fileBytes,
                     fileBytes / 1e6);
-            return 0;
         }
     }
 

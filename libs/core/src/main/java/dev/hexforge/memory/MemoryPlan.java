@@ -18,8 +18,9 @@ import java.util.function.Supplier;
  * <ul>
  *   <li>quantize: one layer at a time, each finished tensor kept in a file (see {@link #quantize(ModelConfig, String,
  *       int, int, boolean, int)});</li>
- *   <li>finetune: a bf16 checkpoint's weights are mapped from the file, not on the heap (measured: the 0.5B shape's
- *       batch 1 x 128 runs under -Xmx500m); other checkpoints' are held in float32 with the trainer's own buffers
+ *   <li>finetune: a bf16 checkpoint's weights stay in the file, mapped or read as they are used, never on the heap
+ *       (measured: the 0.5B shape's batch 1 x 128 runs under -Xmx500m; the 8B shape's batch 1 x 512 peaks at 9.3 GB
+ *       resident, its activations); other checkpoints' are held in float32 with the trainer's own buffers
  *       (measured: 2.93 times the bf16 weights at 0.5B, so 6 bytes a parameter); then the activations kept for the
  *       backward pass and the loss's chunk of logits;</li>
  *   <li>export and merge stream tensor by tensor: the largest tensor widened to float32 (measured: a dynamic
@@ -145,12 +146,12 @@ public final class MemoryPlan {
         long perToken = (6L * c.hiddenSize() + 2L * c.intermediateSize()) * Float.BYTES * c.numLayers();
         long attention = (long) batch * c.numHeads() * len * len * Float.BYTES * c.numLayers();
         long activations = batch * len * perToken + attention;
-        // mapped: only the trainer's buffers, the largest a chunk of logits and its gradient (2^24 values at most);
+        // bf16: only the trainer's buffers, the largest a chunk of logits and its gradient (2^24 values at most);
         // float32: the weights and those buffers, measured together
         long held = mappedBf16 ? 2L * Float.BYTES * Math.min(1L << 24, batch * len * c.vocabSize()) : 6 * p;
         return new Estimate(Stage.FINETUNE, BASE + held + activations, () -> String.format(Locale.ROOT,
                 "%.2f B parameters %s, %s of activations for %d x %d tokens", p / 1e9,
-                mappedBf16 ? "mapped from the bf16 file" : "held in float32 with the trainer's buffers",
+                mappedBf16 ? "in the bf16 file, not on the heap" : "held in float32 with the trainer's buffers",
                 gb(activations), batch, len));
     }
 

@@ -71,6 +71,25 @@ public final class SafetensorsWriter {
         public static Entry ofBytes(String name, DType dtype, long[] shape, ByteBuffer bytes) {
             return new Entry(name, dtype, shape, out -> writeFully(out, bytes.duplicate()));
         }
+
+        /**
+         * A tensor copied unchanged from another safetensors file when it is written, file to file (nothing mapped,
+         * so nothing of it counts in the process's resident memory).
+         */
+        public static Entry copyOf(SafetensorsFile file, String name) {
+            TensorInfo t = file.info(name);
+            return new Entry(name, t.dtype(), t.shape(), out -> {
+                long at = file.dataStart() + t.begin();
+                long done = 0;
+                while (done < t.byteSize()) {
+                    long n = file.channel().transferTo(at + done, t.byteSize() - done, out);
+                    if (n <= 0) {
+                        throw new IOException(file.path().getFileName() + " ends inside tensor '" + name + "'");
+                    }
+                    done += n;
+                }
+            });
+        }
     }
 
     private SafetensorsWriter() {

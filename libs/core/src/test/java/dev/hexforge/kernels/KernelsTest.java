@@ -1,7 +1,16 @@
 package dev.hexforge.kernels;
 
+import dev.hexforge.safetensors.FloatConversion;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.ShortBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.SplittableRandom;
 
@@ -55,11 +64,13 @@ class KernelsTest {
     /**
      * Products over a frozen weight (split by w's rows or blocks of them instead of by x's rows), held as float32 or
      * as bf16: the plain loops' values; bf16 storage the same bits as float32 storage of the same values, in the
-     * vectorised and the plain provider; the input gradient bit for bit the float product's (the same FMA chain), on
-     * shapes the split takes (with row tails and more than one block of w) and ones it leaves to the general product.
+     * vectorised and the plain provider, whether the bits are in memory or read from a file at every use; the input
+     * gradient bit for bit the float product's (the same FMA chain), on shapes the split takes (with row tails and
+     * more than one block of w) and ones it leaves to the general product.
      */
     @Test
-    void frozenProductsMatchThePlainLoopsInEitherStorage() {
+    void frozenProductsMatchThePlainLoopsInEveryStorage(@TempDir Path tmp)
+            throws IOException {
         Kernels<float[]> fast = Kernels.float32(2);
         Kernels<float[]> plain = new FloatKernels(1);
         SplittableRandom rng = new SplittableRandom(7);
@@ -72,47 +83,58 @@ class KernelsTest {
             float[] w = new float[out * in];
             float[] r = random(rng, out * in);
             for (int i = 0; i < w.length; i++) {
-                bits[i] = dev.hexforge.safetensors.FloatConversion.floatToBf16(r[i]);
-                w[i] = dev.hexforge.safetensors.FloatConversion.bf16ToFloat(bits[i]);
+                bits[i] = FloatConversion.floatToBf16(r[i]);
+                w[i] = FloatConversion.bf16ToFloat(bits[i]);
             }
             FrozenMatrix asFloats = FrozenMatrix.of(w, out, in);
-            FrozenMatrix asBf16 = FrozenMatrix.ofBf16(java.nio.ShortBuffer.wrap(bits), out, in);
-            assertEquals(2L * out * in, asBf16.bytes());
-            assertArrayEquals(w, asBf16.toFloats());
-            float[] x = random(rng, rows * in);
-            float[] dy = random(rng, rows * out);
-            String shape = rows + "x" + in + "x" + out;
-            float[] ref = new float[rows * out];
-            plain.matmulNT(x, w, ref, rows, in, out, false);
-            for (Kernels<float[]> k : List.of(fast, plain)) {
-                float[] y = new float[rows * out];
-                float[] yBf16 = new float[rows * out];
-                k.matmulNT(x, asFloats, y, rows);
-                k.matmulNT(x, asBf16, yBf16, rows);
-                close(ref, y, in, k.name() + " frozen NT " + shape);
-                assertArrayEquals(y, yBf16, k.name() + " frozen NT, bf16 against float32 storage, " + shape);
-            }
-            for (boolean acc : new boolean[]{false, true}) {
-                float[] seed = random(rng, rows * in);
-                float[] a = seed.clone();
-                float[] aBf16 = seed.clone();
-                float[] b = seed.clone();
-                float[] c = seed.clone();
-                fast.matmulNN(dy, asFloats, a, rows, acc);
-                fast.matmulNN(dy, asBf16, aBf16, rows, acc);
-                fast.matmulNN(dy, w, b, rows, out, in, acc);
-                plain.matmulNN(dy, w, c, rows, out, in, acc);
-                assertArrayEquals(b, a, "frozen NN against the float product, " + shape + " acc " + acc);
-                assertArrayEquals(b, aBf16, "frozen bf16 NN against the float product, " + shape + " acc " + acc);
-                close(c, a, out, "frozen NN " + shape + " acc " + acc);
-            }
-            for (FrozenMatrix m : List.of(asFloats, asBf16)) {
-                float[] row = new float[in + 3];
-                fast.copyRow(m, out - 1, row, 3);
-                for (int j = 0; j < in; j++) {
-                    assertEquals(w[(out - 1) * in + j], row[3 + j]);
+            FrozenMatrix inMemory = FrozenMatrix.ofBf16(ShortBuffer.wrap(bits), out, in);
+            // the values after an odd number of other bytes, as a safetensors header can leave them
+            ByteBuffer file = ByteBuffer.allocate(3 + 2 * bits.length).order(ByteOrder.LITTLE_ENDIAN);
+            file.position(3);
+            file.asShortBuffer().put(bits);
+            Path f = tmp.resolve(out + "x" + in + ".bin");
+            Files.write(f, file.array());
+            FileChannel channel = FileChannel.open(f);
+            FrozenMatrix read = FrozenMatrix.readBf16(channel, 3, out, in);
+            for (FrozenMatrix asBf16 : List.of(inMemory, read)) {
+                assertEquals(2L * out * in, asBf16.bytes());
+                assertArrayEquals(w, asBf16.toFloats());
+                float[] x = random(rng, rows * in);
+                float[] dy = random(rng, rows * out);
+                String shape = rows + "x" + in + "x" + out;
+                float[] ref = new float[rows * out];
+                plain.matmulNT(x, w, ref, rows, in, out, false);
+                for (Kernels<float[]> k : List.of(fast, plain)) {
+                    float[] y = new float[rows * out];
+                    float[] yBf16 = new float[rows * out];
+                    k.matmulNT(x, asFloats, y, rows);
+                    k.matmulNT(x, asBf16, yBf16, rows);
+                    close(ref, y, in, k.name() + " frozen NT " + shape);
+                    assertArrayEquals(y, yBf16, k.name() + " frozen NT, bf16 against float32 storage, " + shape);
+                }
+                for (boolean acc : new boolean[]{false, true}) {
+                    float[] seed = random(rng, rows * in);
+                    float[] a = seed.clone();
+                    float[] aBf16 = seed.clone();
+                    float[] b = seed.clone();
+                    float[] c = seed.clone();
+                    fast.matmulNN(dy, asFloats, a, rows, acc);
+                    fast.matmulNN(dy, asBf16, aBf16, rows, acc);
+                    fast.matmulNN(dy, w, b, rows, out, in, acc);
+                    plain.matmulNN(dy, w, c, rows, out, in, acc);
+                    assertArrayEquals(b, a, "frozen NN against the float product, " + shape + " acc " + acc);
+                    assertArrayEquals(b, aBf16, "frozen bf16 NN against the float product, " + shape + " acc " + acc);
+                    close(c, a, out, "frozen NN " + shape + " acc " + acc);
+                }
+                for (FrozenMatrix m : List.of(asFloats, asBf16)) {
+                    float[] row = new float[in + 3];
+                    fast.copyRow(m, out - 1, row, 3);
+                    for (int j = 0; j < in; j++) {
+                        assertEquals(w[(out - 1) * in + j], row[3 + j]);
+                    }
                 }
             }
+            channel.close();
         }
         fast.close();
     }

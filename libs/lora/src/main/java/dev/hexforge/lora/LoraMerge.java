@@ -39,7 +39,7 @@ public final class LoraMerge {
                 TensorInfo t = base.store().info(name);
                 LowRankDelta d = adapter.deltas().get(name);
                 if (d == null) {
-                    entries.add(SafetensorsWriter.Entry.ofBytes(name, t.dtype(), t.shape(), base.store().bytes(name)));
+                    entries.add(SafetensorsWriter.Entry.copyOf(base.store().file(name), name));
                 } else {
                     DType dtype = t.dtype();
                     entries.add(new SafetensorsWriter.Entry(name, dtype, t.shape(), ch -> SafetensorsWriter.writeFully(ch,

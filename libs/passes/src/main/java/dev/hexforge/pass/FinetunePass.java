@@ -67,7 +67,7 @@ public final class FinetunePass {
                         + ckpt.config().maxPositionEmbeddings() + " positions, max_position_embeddings)");
             }
             MemoryPlan.require(MemoryPlan.finetune(ckpt.config(), ckpt.mapsBf16(), o.batchSize(), o.maxLength()));
-            DecoderWeights base = DecoderWeights.load(ckpt);
+            DecoderWeights base = DecoderWeights.frozen(ckpt);
             ExampleEncoder enc = new ExampleEncoder(tok, o.maxLength());
             ExampleEncoder.Encoded all = enc.encode(DatasetReader.read(in.data()));
             List<EncodedExample> train = all.examples();

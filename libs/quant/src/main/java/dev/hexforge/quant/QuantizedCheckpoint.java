@@ -75,7 +75,7 @@ public final class QuantizedCheckpoint {
                     // exact: the export reads a method's rewritten floats (AWQ's folded norms) back from here
                     model.add(SafetensorsWriter.Entry.ofFloats(name, t.shape(), replaced, DType.F32));
                 } else {
-                    model.add(SafetensorsWriter.Entry.ofBytes(name, t.dtype(), t.shape(), ckpt.store().bytes(name)));
+                    model.add(SafetensorsWriter.Entry.copyOf(ckpt.store().file(name), name));
                 }
             }
             ShardedWriter.write(tmp, Map.of("format", "pt"), model, ShardedWriter.DEFAULT_SHARD_BYTES);
