@@ -9,7 +9,7 @@ import java.util.List;
  * A clean stop on Ctrl-C (SIGINT) and SIGTERM: ONNX Runtime's runs in flight are terminated through its own run
  * options and waited for (a JVM that exits under a running session crashes in native code), the pass unwinds at its
  * next progress report (it removes what it had started to write, so the output folder is untouched or complete; a
- * quantize keeps its work folder, from which the same command continues), and
+ * quantize or an export keeps its output folder's work, from which the same command continues), and
  * the command ends with one line and exit 130 or 143. A pass that does not unwind within {@link #GRACE} is ended
  * there; a second signal ends the process at once.
  */

@@ -21,15 +21,26 @@ public final class ModelDigest {
     }
 
     public static String of(Path model) {
+        List<Path> files;
+        try (Stream<Path> s = Files.list(model)) {
+            files = s.filter(p -> {
+                String n = p.getFileName().toString();
+                return n.equals("config.json") || n.endsWith(".safetensors") || n.endsWith(".safetensors.index.json");
+            }).sorted().toList();
+        } catch (IOException e) {
+            throw new UncheckedIOException("reading " + model + ": " + e.getMessage(), e);
+        }
+        return digest(model, files);
+    }
+
+    /** The SHA-256 of those of the named files of a folder that are there (names and contents, in name order). */
+    public static String ofFiles(Path dir, List<String> names) {
+        return digest(dir, names.stream().sorted().map(dir::resolve).filter(Files::isRegularFile).toList());
+    }
+
+    private static String digest(Path model, List<Path> files) {
         try {
             MessageDigest md = MessageDigest.getInstance("SHA-256");
-            List<Path> files;
-            try (Stream<Path> s = Files.list(model)) {
-                files = s.filter(p -> {
-                    String n = p.getFileName().toString();
-                    return n.equals("config.json") || n.endsWith(".safetensors") || n.endsWith(".safetensors.index.json");
-                }).sorted().toList();
-            }
             byte[] buf = new byte[1 << 20];
             for (Path f : files) {
                 md.update(f.getFileName().toString().getBytes());

@@ -2,7 +2,9 @@ package dev.hexforge.pass;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
 import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.checkpoint.ModelDigest;
 import dev.hexforge.compile.OrtQnnBundler;
+import dev.hexforge.contracts.HexforgeException;
 import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.eval.DeviceReference;
@@ -24,10 +26,12 @@ import dev.hexforge.quant.QuantizedCheckpoint;
 import dev.hexforge.quant.QuantizedModel;
 import dev.hexforge.quant.onnx.MatMulNBitsFormat;
 import dev.hexforge.quant.onnx.QdqFormat;
+import dev.hexforge.resume.RunKey;
 import dev.hexforge.tokenizer.Tokenizer;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -109,72 +113,112 @@ public final class ExportPass {
     public static Result run(Path model, Options o, Path out, Progress progress) {
         long t0 = System.nanoTime();
         String variant = o.export().variant().id();
-        List<Output> outputs = new ArrayList<>();
+        List<Written> outputs = new ArrayList<>();
         List<String> warnings = new ArrayList<>();
-        Map<String, String> graphs = null;
-        String precision = null;
         try (Checkpoint ckpt = Checkpoint.open(model)) {
             MemoryPlan.require(MemoryPlan.streaming(Stage.EXPORT, ckpt.config()));
             warnings.addAll(ckpt.warnings());
-            QuantizedModel qm = null;
-            ActivationEncodings act = null;
-            if (!QuantizedCheckpoint.isQuantized(model)) {
-                ExportInfo info = DecoderExporter.export(ckpt, out, o.export(), LinearFormat.FLOAT, progress);
-                outputs.add(new Output(out, "onnx-" + variant));
-                graphs = info.graphs();
-            } else {
-                qm = QuantizedCheckpoint.read(ckpt);
-                // the quantize pass's calibrated activation ranges: a static QDQ export is then fully quantized
-                act = o.export().variant().fixedShapes()
-                        ? ActivationEncodings.read(model.resolve(ActivationEncodings.FILE)) : null;
-                List<Format> formats = o.format() == Format.BOTH ? List.of(Format.QDQ, Format.MATMULNBITS) : List.of(o.format());
-                for (int i = 0; i < formats.size(); i++) {
-                    Format f = formats.get(i);
-                    Path dir = formats.size() == 1 ? out : out.resolve(f.id());
-                    LinearFormat lf = f == Format.QDQ ? new QdqFormat(qm) : new MatMulNBitsFormat(qm, o.accuracyLevel());
-                    int part = i;
-                    ExportInfo info = DecoderExporter.export(ckpt, dir, o.export(), lf, f == Format.QDQ ? act : null,
-                            (what, done, total) -> progress.update(what, part * total + done, formats.size() * total));
-                    if (f == Format.QDQ && o.encodings()) {
-                        if (AimetEncodings.supports(qm)) {
-                            // the converter is told the encoding of every tensor of the graphs it converts
-                            ActivationEncodings converted = act != null && o.export().variant() == Variant.GENIE
-                                    ? GenieIo.encodings(act, ckpt.config().numLayers()) : act;
-                            AimetEncodings.write(qm, List.of(), converted, dir.resolve(AimetEncodings.FILE));
-                        } else {
-                            warnings.add("no " + AimetEncodings.FILE + " for the QNN converter: AIMET encodings 0.5.0 have no "
-                                    + "block encodings, so only per-channel specs (group 0, an int8 head) can be written");
-                        }
-                    }
-                    outputs.add(new Output(dir, "onnx-" + variant + "-" + f.id()));
-                    if (graphs == null) {
-                        graphs = info.graphs();
-                        precision = info.precision();
-                    }
-                }
+            ExportRun run = ExportRun.open(out, key(model, o));
+            try {
+                export(ckpt, model, o, out, run, outputs, warnings, progress);
+            } catch (HexforgeException e) {
+                run.abandon();
+                throw e;
             }
-            // a fully quantized graph's reference is the graph itself on this CPU (ONNX Runtime runs its Q / DQ as fake
-            // quantization): a device is held to what the graph computes, not to the weight-only forward
-            Path fullyQuantized = act == null ? null : outputs.get(0).dir(); // QDQ comes first
-            if (o.reference() && fullyQuantized != null) {
-                try (Tokenizer tok = Tokenizer.load(model); CausalLm graph = OnnxLm.open(fullyQuantized,
-                        Runtime.getRuntime().availableProcessors())) {
-                    DeviceReference.compute(graph, tok).write(fullyQuantized);
+            run.finish();
+        }
+        Map<String, String> graphs = outputs.isEmpty() ? null : outputs.get(0).info().graphs();
+        // a float model's export has no precision of its own to report
+        String precision = outputs.isEmpty() || !QuantizedCheckpoint.isQuantized(model) ? null : outputs.get(0).info().precision();
+        return new Result(outputs.stream().map(Written::output).toList(), new Report(graphs, precision, variant,
+                outputs.stream().map(x -> x.output().kind()).toList(), warnings, (System.nanoTime() - t0) / 1e9));
+    }
+
+    /** An output folder and what its export wrote. */
+    private record Written(Output output, ExportInfo info) {
+        Path dir() {
+            return output.dir();
+        }
+    }
+
+    /** Raised when the rules that make an export's bytes change, so an older run's weight files are not continued. */
+    private static final String RULES = "1";
+
+    /**
+     * What decides the export's bytes: the model folder's weights, config, tokenizer and activation encodings, and
+     * every option.
+     */
+    static RunKey key(Path model, Options o) {
+        Map<String, String> f = new LinkedHashMap<>();
+        f.put("rules", RULES);
+        f.put("model", ModelDigest.of(model));
+        List<String> side = new ArrayList<>(Checkpoint.SIDE_FILES);
+        side.add(ActivationEncodings.FILE);
+        f.put("side files", ModelDigest.ofFiles(model, side));
+        f.put("export", o.export().toString());
+        f.put("format", o.format().id());
+        f.put("accuracy level", Integer.toString(o.accuracyLevel()));
+        f.put("encodings", Boolean.toString(o.encodings()));
+        f.put("reference", Boolean.toString(o.reference()));
+        return new RunKey(f);
+    }
+
+    private static void export(Checkpoint ckpt, Path model, Options o, Path out, ExportRun run, List<Written> outputs,
+                               List<String> warnings, Progress progress) {
+        String variant = o.export().variant().id();
+        QuantizedModel qm = null;
+        ActivationEncodings act = null;
+        if (!QuantizedCheckpoint.isQuantized(model)) {
+            ExportInfo info = DecoderExporter.exportInto(ckpt, out, o.export(), LinearFormat.FLOAT, null,
+                    run.journal("model"), progress);
+            outputs.add(new Written(new Output(out, "onnx-" + variant), info));
+        } else {
+            qm = QuantizedCheckpoint.read(ckpt);
+            // the quantize pass's calibrated activation ranges: a static QDQ export is then fully quantized
+            act = o.export().variant().fixedShapes()
+                    ? ActivationEncodings.read(model.resolve(ActivationEncodings.FILE)) : null;
+            List<Format> formats = o.format() == Format.BOTH ? List.of(Format.QDQ, Format.MATMULNBITS) : List.of(o.format());
+            for (int i = 0; i < formats.size(); i++) {
+                Format f = formats.get(i);
+                Path dir = formats.size() == 1 ? out : out.resolve(f.id());
+                LinearFormat lf = f == Format.QDQ ? new QdqFormat(qm) : new MatMulNBitsFormat(qm, o.accuracyLevel());
+                int part = i;
+                ExportInfo info = DecoderExporter.exportInto(ckpt, dir, o.export(), lf, f == Format.QDQ ? act : null,
+                        run.journal(f.id()),
+                        (what, done, total) -> progress.update(what, part * total + done, formats.size() * total));
+                if (f == Format.QDQ && o.encodings()) {
+                    if (AimetEncodings.supports(qm)) {
+                        // the converter is told the encoding of every tensor of the graphs it converts
+                        ActivationEncodings converted = act != null && o.export().variant() == Variant.GENIE
+                                ? GenieIo.encodings(act, ckpt.config().numLayers()) : act;
+                        AimetEncodings.write(qm, List.of(), converted, dir.resolve(AimetEncodings.FILE));
+                    } else {
+                        warnings.add("no " + AimetEncodings.FILE + " for the QNN converter: AIMET encodings 0.5.0 have no "
+                                + "block encodings, so only per-channel specs (group 0, an int8 head) can be written");
+                    }
                 }
-            }
-            List<Output> others = outputs.stream().filter(x -> !x.dir().equals(fullyQuantized)).toList();
-            // after the graphs, so the float weights are never held while the export streams
-            DecoderWeights weights = o.reference() && !others.isEmpty() ? referenceWeights(ckpt, warnings) : null;
-            if (weights != null) {
-                weights = qm == null ? weights : qm.fakeQuantized(weights);
-                try (Tokenizer tok = Tokenizer.load(model)) {
-                    DeviceReference ref = DeviceReference.compute(new DecoderForward(weights), tok);
-                    others.forEach(x -> ref.write(x.dir()));
-                }
+                outputs.add(new Written(new Output(dir, "onnx-" + variant + "-" + f.id()), info));
             }
         }
-        return new Result(outputs, new Report(graphs, precision, variant, outputs.stream().map(Output::kind).toList(), warnings,
-                (System.nanoTime() - t0) / 1e9));
+        // a fully quantized graph's reference is the graph itself on this CPU (ONNX Runtime runs its Q / DQ as fake
+        // quantization): a device is held to what the graph computes, not to the weight-only forward
+        Path fullyQuantized = act == null ? null : outputs.get(0).dir(); // QDQ comes first
+        if (o.reference() && fullyQuantized != null) {
+            try (Tokenizer tok = Tokenizer.load(model); CausalLm graph = OnnxLm.open(fullyQuantized,
+                    Runtime.getRuntime().availableProcessors())) {
+                DeviceReference.compute(graph, tok).write(fullyQuantized);
+            }
+        }
+        List<Output> others = outputs.stream().map(Written::output).filter(x -> !x.dir().equals(fullyQuantized)).toList();
+        // after the graphs, so the float weights are never held while the export streams
+        DecoderWeights weights = o.reference() && !others.isEmpty() ? referenceWeights(ckpt, warnings) : null;
+        if (weights != null) {
+            weights = qm == null ? weights : qm.fakeQuantized(weights);
+            try (Tokenizer tok = Tokenizer.load(model)) {
+                DeviceReference ref = DeviceReference.compute(new DecoderForward(weights), tok);
+                others.forEach(x -> ref.write(x.dir()));
+            }
+        }
     }
 
     /**

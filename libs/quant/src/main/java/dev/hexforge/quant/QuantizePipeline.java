@@ -23,7 +23,8 @@ import dev.hexforge.quant.calib.CoverageReport;
 import dev.hexforge.quant.calib.LayerSource;
 import dev.hexforge.quant.gptq.GptqRunner;
 import dev.hexforge.quant.resume.LayerJournal;
-import dev.hexforge.quant.resume.RunKey;
+import dev.hexforge.quant.resume.QuantizeKey;
+import dev.hexforge.resume.RunKey;
 import dev.hexforge.tokenizer.Tokenizer;
 
 import java.io.IOException;
@@ -118,9 +119,9 @@ public final class QuantizePipeline {
             }
         }
         String modelDigest = ModelDigest.of(ckpt.dir());
-        RunKey key = RunKey.of(modelDigest, opt, text, set);
+        RunKey key = QuantizeKey.of(modelDigest, opt, text, set);
         if (interrupted || done) {
-            List<String> differences = RunKey.read(interrupted ? runningKey : finishedKey).differences(key);
+            List<String> differences = RunKey.read(interrupted ? runningKey : finishedKey, QuantizationException::new).differences(key);
             if (!differences.isEmpty()) {
                 throw new QuantizationException(out + " holds " + (interrupted ? "an interrupted" : "a finished")
                         + " quantize of other inputs or settings (" + String.join("; ", differences) + "): give the same ones to "

@@ -27,6 +27,12 @@ class ExportWorker extends StageWorker {
         return "exporting";
     }
 
+    /** A redelivered attempt continues the export its killed run left in its output folder. */
+    @Override
+    protected String resumableOutput() {
+        return "out";
+    }
+
     @Override
     protected StageEvents.Completed run(Attempt a) {
         ExportPass.Result r = ExportPass.run(a.model(), ExportPass.options(a.spec()), a.dir().resolve("out"),

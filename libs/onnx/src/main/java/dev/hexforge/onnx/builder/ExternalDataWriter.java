@@ -23,8 +23,37 @@ public final class ExternalDataWriter implements Closeable {
     private long position;
 
     public ExternalDataWriter(Path path) throws IOException {
+        this(path, FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
+                StandardOpenOption.WRITE), 0);
+    }
+
+    private ExternalDataWriter(Path path, FileChannel out, long position) {
         this.path = path;
-        this.out = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
+        this.out = out;
+        this.position = position;
+    }
+
+    /**
+     * Continues a file an interrupted writer left, after its first {@code length} bytes (what it had finished): the
+     * rest is cut off, and the next tensor goes where it would have gone.
+     */
+    public static ExternalDataWriter continuing(Path path, long length) throws IOException {
+        FileChannel out = FileChannel.open(path, StandardOpenOption.WRITE);
+        try {
+            if (out.size() < length) {
+                throw new IOException(path + " has " + out.size() + " bytes, fewer than the " + length + " written before");
+            }
+            out.truncate(length);
+        } catch (IOException e) {
+            out.close();
+            throw e;
+        }
+        return new ExternalDataWriter(path, out, length);
+    }
+
+    /** The file's length so far: where the bytes written until now end. */
+    public long position() {
+        return position;
     }
 
     public Path path() {

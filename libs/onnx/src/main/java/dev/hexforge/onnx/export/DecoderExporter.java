@@ -79,7 +79,7 @@ public final class DecoderExporter {
             throw new ExportException("cannot create a working folder next to " + out + ": " + e.getMessage(), e);
         }
         try {
-            ExportInfo info = writeInto(ckpt, tmp, opt, format, activations, progress);
+            ExportInfo info = writeInto(ckpt, tmp, opt, format, activations, WeightJournal.NONE, progress);
             Files.deleteIfExists(out);
             Files.move(tmp, out, StandardCopyOption.ATOMIC_MOVE);
             return info;
@@ -92,8 +92,25 @@ public final class DecoderExporter {
         }
     }
 
+    /**
+     * As {@link #export(Checkpoint, Path, ExportOptions, LinearFormat, ActivationEncodings, Progress)}, into
+     * {@code dir}, a folder the caller owns and moves into place: the weights file an interrupted export left there
+     * is continued after the groups of tensors {@code journal} holds, every other file is written again (graphs and
+     * side files are small), and the folder ends with the bytes of an export written whole.
+     */
+    public static ExportInfo exportInto(Checkpoint ckpt, Path dir, ExportOptions opt, LinearFormat format,
+                                        ActivationEncodings activations, WeightJournal journal, Progress progress) {
+        try {
+            Files.createDirectories(dir);
+            return writeInto(ckpt, dir, opt, format, activations, journal, progress);
+        } catch (IOException e) {
+            throw new ExportException("export to " + dir + " failed: " + e.getMessage(), e);
+        }
+    }
+
     private static ExportInfo writeInto(Checkpoint ckpt, Path dir, ExportOptions opt, LinearFormat format,
-                                        ActivationEncodings activations, Progress progress) throws IOException {
+                                        ActivationEncodings activations, WeightJournal journal, Progress progress)
+            throws IOException {
         ModelConfig c = ckpt.config();
         boolean isStatic = opt.variant().fixedShapes();
         boolean genie = opt.variant() == Variant.GENIE;
@@ -112,7 +129,7 @@ public final class DecoderExporter {
         Path onnxDir = Files.createDirectories(dir.resolve("onnx"));
         // Genie's graphs take each position's cos / sin as inputs: no tables
         int ropePositions = genie ? 0 : isStatic ? opt.contextLength() : c.maxPositionEmbeddings();
-        WeightFile weights = WeightFile.write(ckpt, onnxDir.resolve(WEIGHTS), ropePositions, format, progress);
+        WeightFile weights = WeightFile.write(ckpt, onnxDir.resolve(WEIGHTS), ropePositions, format, progress, journal);
         Map<String, String> meta = new LinkedHashMap<>(Map.of("hexforge.variant", opt.variant().id(),
                 "hexforge.source", ckpt.name()));
         if (act != null) {

@@ -15,9 +15,15 @@ import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.ShortBuffer;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -31,20 +37,62 @@ import java.util.concurrent.Future;
 public final class WeightFile {
     public static final String ROPE_COS = "rope.cos_cache";
     public static final String ROPE_SIN = "rope.sin_cache";
+    /** The group of the RoPE tables. */
+    private static final String ROPE = "rope";
     private static final int PIECE_ELEMENTS = 1 << 19;
 
     /** A tensor stored in the external-data file. */
     public record Stored(String name, DataType type, long[] shape, ExternalDataWriter.Location location) {
     }
 
-    /** Records a tensor a {@link LinearFormat} wrote. */
+    /** Records a tensor a {@link LinearFormat} wrote; it is part of the group the next {@link #commit} names. */
     public void put(String name, DataType type, long[] shape, ExternalDataWriter.Location location) {
-        if (stored.putIfAbsent(name, new Stored(name, type, shape, location)) != null) {
+        Stored s = new Stored(name, type, shape, location);
+        if (stored.putIfAbsent(name, s) != null) {
             throw new IllegalStateException("weight '" + name + "' written twice");
         }
+        uncommitted.add(s);
+    }
+
+    /**
+     * Whether the group's tensors were written by an interrupted run this one continues (then they are recorded
+     * already, and the writer skips them).
+     */
+    public boolean done(String group) {
+        return resumed.contains(group);
+    }
+
+    /**
+     * Marks the tensors recorded since the last commit as the group {@code group}, finished: a run killed after this
+     * continues after it.
+     */
+    public void commit(String group) {
+        journal.commit(group, uncommitted, writer.position());
+        uncommitted.clear();
+        reportDone(group);
+    }
+
+    /** Progress in the checkpoint's float32 bytes: a group named for a checkpoint tensor counts that tensor's size. */
+    private void reportDone(String group) {
+        done += floatBytes.getOrDefault(group, 0L);
+        progress.update("weights", done, total);
     }
 
     private final Map<String, Stored> stored = new LinkedHashMap<>();
+    private final List<Stored> uncommitted = new ArrayList<>();
+    private final Set<String> resumed = new HashSet<>();
+    private final WeightJournal journal;
+    private ExternalDataWriter writer;
+
+    private final Progress progress;
+    private final Map<String, Long> floatBytes = new HashMap<>();
+    private long total;
+    private long done;
+
+    private WeightFile(WeightJournal journal, Progress progress) {
+        this.journal = journal;
+        this.progress = progress;
+    }
 
     public Map<String, Stored> stored() {
         return stored;
@@ -64,13 +112,41 @@ public final class WeightFile {
      */
     public static WeightFile write(Checkpoint ckpt, Path dataFile, int ropePositions, LinearFormat format,
                                    Progress progress) throws IOException {
-        WeightFile wf = new WeightFile();
-        long total = 0;
+        return write(ckpt, dataFile, ropePositions, format, progress, WeightJournal.NONE);
+    }
+
+    /**
+     * As {@link #write(Checkpoint, Path, int, LinearFormat, Progress)}, continuing after the groups {@code journal}
+     * holds (when the data file is there to continue) and recording each group it finishes there.
+     */
+    public static WeightFile write(Checkpoint ckpt, Path dataFile, int ropePositions, LinearFormat format,
+                                   Progress progress, WeightJournal journal) throws IOException {
+        WeightFile wf = new WeightFile(journal, progress);
         for (String name : ckpt.tensors().keySet()) {
-            total += ckpt.store().info(name).numel() * 4;
+            long bytes = ckpt.store().info(name).numel() * 4;
+            wf.floatBytes.put(name, bytes);
+            wf.total += bytes;
         }
-        long done = 0;
-        try (ExternalDataWriter out = new ExternalDataWriter(dataFile); Widener widener = new Widener(out)) {
+        WeightJournal.Committed before = Files.isRegularFile(dataFile) ? journal.committed() : WeightJournal.Committed.NOTHING;
+        ExternalDataWriter writer = null;
+        if (before.end() > 0) {
+            try {
+                writer = ExternalDataWriter.continuing(dataFile, before.end());
+                before.groups().forEach((group, tensors) -> {
+                    tensors.forEach(t -> wf.stored.put(t.name(), t));
+                    wf.resumed.add(group);
+                    wf.done += wf.floatBytes.getOrDefault(group, 0L);
+                });
+            } catch (IOException e) {
+                writer = null; // the data file does not hold what the journal says: written again from the start
+            }
+        }
+        if (writer == null) {
+            journal.clear();
+            writer = new ExternalDataWriter(dataFile);
+        }
+        wf.writer = writer;
+        try (ExternalDataWriter out = writer; Widener widener = new Widener(out)) {
             for (Map.Entry<String, long[]> e : ckpt.tensors().entrySet()) {
                 String name = e.getKey();
                 if (format.handles(name)) {
@@ -78,23 +154,27 @@ public final class WeightFile {
                 }
                 SafetensorsFile file = ckpt.store().file(name);
                 TensorInfo info = file.info(name);
+                if (wf.done(name)) {
+                    continue;
+                }
                 float[] replaced = format.replacedFloatTensors().get(name);
                 ExternalDataWriter.Location loc = replaced != null ? out.write(floats(replaced))
                         : info.dtype() == DType.F32
                         ? out.copyFrom(file.channel(), file.dataStart() + info.begin(), info.byteSize())
                         : widener.widen(file.bytes(name), info.dtype(), info.numel());
                 wf.put(name, DataType.FLOAT, e.getValue(), loc);
-                done += info.numel() * 4;
-                progress.update("weights", done, total);
+                wf.commit(name);
             }
             format.writeWeights(out, wf);
-            if (ropePositions > 0) {
+            if (ropePositions > 0 && !wf.done(ROPE)) {
                 Rope rope = Rope.of(ckpt.config(), ropePositions);
                 long[] shape = {ropePositions, ckpt.config().headDim()};
                 wf.put(ROPE_COS, DataType.FLOAT, shape, out.write(floats(rope.cos())));
                 wf.put(ROPE_SIN, DataType.FLOAT, shape, out.write(floats(rope.sin())));
+                wf.commit(ROPE);
             }
         }
+        wf.writer = null;
         return wf;
     }
 

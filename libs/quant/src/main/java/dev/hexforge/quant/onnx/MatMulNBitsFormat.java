@@ -96,9 +96,11 @@ public final class MatMulNBitsFormat extends QuantizedLinearFormat {
     @Override
     public void writeWeights(ExternalDataWriter out, WeightFile weights) throws IOException {
         ByteBuffer piece = ByteBuffer.allocateDirect(PIECE_BYTES);
-        for (var e : tensors.entrySet()) {
-            QuantizedLinear q = e.getValue();
-            String base = e.getKey();
+        for (String base : tensors.keySet()) {
+            if (weights.done(base)) {
+                continue; // written by the run this one continues
+            }
+            QuantizedLinear q = tensors.get(base);
             int bits = q.spec().bits();
             int block = blockSize(q);
             int blocks = (q.in() + block - 1) / block;
@@ -123,6 +125,7 @@ public final class MatMulNBitsFormat extends QuantizedLinearFormat {
             if (!q.spec().symmetric()) {
                 weights.put(base + "_nbits_zero_points", DataType.UINT8, new long[]{q.out(), zpBytes}, out.write(ByteBuffer.wrap(zps)));
             }
+            weights.commit(base);
         }
     }
 

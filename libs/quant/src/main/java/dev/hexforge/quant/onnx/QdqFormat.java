@@ -51,10 +51,12 @@ public final class QdqFormat extends QuantizedLinearFormat {
 
     @Override
     public void writeWeights(ExternalDataWriter out, WeightFile weights) throws IOException {
-        for (var e : tensors.entrySet()) {
-            QuantizedLinear q = e.getValue();
+        for (String base : tensors.keySet()) {
+            if (weights.done(base)) {
+                continue; // written by the run this one continues
+            }
+            QuantizedLinear q = tensors.get(base);
             QuantSpec s = q.spec();
-            String base = e.getKey();
             int k = q.in();
             int n = q.out();
             int groups = q.groups();
@@ -76,6 +78,7 @@ public final class QdqFormat extends QuantizedLinearFormat {
             if (!s.symmetric()) {
                 weights.put(base + "_zero_point", valueType(s), paramShape, out.write(ByteBuffer.wrap(encode(zeros, s))));
             }
+            weights.commit(base);
         }
     }
 

@@ -1,12 +1,8 @@
-package dev.hexforge.quant.resume;
+package dev.hexforge.resume;
 
 import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
-import dev.hexforge.quant.QuantizationException;
-import dev.hexforge.quant.QuantizeOptions;
-import dev.hexforge.quant.calib.CalibrationSet;
-import dev.hexforge.quant.gate.GateText;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -17,48 +13,29 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.HexFormat;
-import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.function.Function;
 
 /**
- * What decides a quantize run's bytes: the model's digest, the calibration and gate tokens, every setting, and the
- * version of this key's rules. A run continues an interrupted one only when their keys are equal; otherwise the
- * differences are named.
+ * What decides a long pass's bytes, by name: the input's digest, every setting, and the version of the rules that
+ * make the bytes. A run continues an interrupted one only when their keys are equal; otherwise the differences are
+ * named.
  */
 public record RunKey(Map<String, String> fields) {
-    /** Raised when the rules that make a run's bytes change, so an older run's state is not continued. */
-    static final String VERSION = "1";
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
     public RunKey {
         fields = Map.copyOf(fields);
     }
 
-    public static RunKey of(String modelDigest, QuantizeOptions o, GateText text, CalibrationSet calibration) {
-        Map<String, String> f = new LinkedHashMap<>();
-        f.put("rules", VERSION);
-        f.put("model", modelDigest);
-        f.put("method", o.method());
-        f.put("weights", o.spec().describe());
-        f.put("keep", String.join(",", o.keep()));
-        f.put("head", o.head() == null ? "float" : o.head().describe());
-        f.put("gptq", o.method().equals("gptq") ? o.gptq().toString() : "-");
-        f.put("calibration", calibration == null ? "none" : digest(calibration.sequences()));
-        f.put("gate text", text.digest());
-        f.put("max delta perplexity", Double.toString(o.maxDeltaPpl()));
-        f.put("auto keep percent", Double.toString(o.autoKeepPercent()));
-        f.put("activations", o.activations().toString());
-        return new RunKey(f);
-    }
-
-    /** The settings and inputs that differ, each as "name: then X, now Y" (empty when the keys are equal). */
+    /** The settings and inputs that differ, each as "name: X in the interrupted run, Y now" (empty when equal). */
     public List<String> differences(RunKey now) {
-        Set<String> names = new LinkedHashSet<>(fields.keySet());
-        names.addAll(now.fields.keySet());
+        Set<String> names = new LinkedHashSet<>(new TreeMap<>(fields).keySet());
+        names.addAll(new TreeMap<>(now.fields).keySet());
         List<String> out = new ArrayList<>();
         for (String n : names) {
             String then = fields.getOrDefault(n, "(none)");
@@ -74,6 +51,7 @@ public record RunKey(Map<String, String> fields) {
         return v.matches("[0-9a-f]{64}") ? "digest " + v.substring(0, 12) : v;
     }
 
+    /** Writes the key atomically: a kill while writing leaves no key, or the whole one. */
     public void write(Path file) {
         Path tmp = file.resolveSibling(file.getFileName() + ".partial");
         try {
@@ -84,25 +62,31 @@ public record RunKey(Map<String, String> fields) {
         }
     }
 
-    public static RunKey read(Path file) {
+    /** The key in {@code file}; one that cannot be read is {@code error}'s exception, given what went wrong. */
+    public static RunKey read(Path file, Function<String, ? extends RuntimeException> error) {
         try {
             return new RunKey(JSON.readValue(file.toFile(), new TypeReference<Map<String, String>>() { }));
         } catch (IOException e) {
-            throw new QuantizationException(file + " (the key of an interrupted run) cannot be read: " + e.getMessage()
+            throw error.apply(file + " (the key of an interrupted run) cannot be read: " + e.getMessage()
                     + "; delete the output folder to start over");
         }
     }
 
-    private static String digest(List<int[]> sequences) {
-        try {
-            MessageDigest md = MessageDigest.getInstance("SHA-256");
-            for (int[] s : sequences) {
-                md.update(intBytes(s.length));
-                for (int id : s) {
-                    md.update(intBytes(id));
-                }
+    /** The SHA-256 of token sequences (a calibration set, a gate's text), as hex. */
+    public static String digest(List<int[]> sequences) {
+        MessageDigest md = sha256();
+        for (int[] s : sequences) {
+            md.update(intBytes(s.length));
+            for (int id : s) {
+                md.update(intBytes(id));
             }
-            return HexFormat.of().formatHex(md.digest());
+        }
+        return HexFormat.of().formatHex(md.digest());
+    }
+
+    private static MessageDigest sha256() {
+        try {
+            return MessageDigest.getInstance("SHA-256");
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);
         }

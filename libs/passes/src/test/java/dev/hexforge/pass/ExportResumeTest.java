@@ -1,0 +1,190 @@
+package dev.hexforge.pass;
+
+import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.onnx.export.DecoderExporter;
+import dev.hexforge.onnx.export.ExportException;
+import dev.hexforge.onnx.export.ExportOptions;
+import dev.hexforge.onnx.export.Variant;
+import dev.hexforge.onnx.qdq.Activations;
+import dev.hexforge.progress.Progress;
+import dev.hexforge.quant.BundledData;
+import dev.hexforge.quant.QuantSpec;
+import dev.hexforge.quant.QuantizeOptions;
+import dev.hexforge.quant.QuantizePipeline;
+import dev.hexforge.testing.Fixtures;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * An export killed part way and run again with the same command into the same folder continues after the last
+ * group of tensors it finished and leaves the folder an uninterrupted export leaves, byte for byte; other settings
+ * are refused, named, with the interrupted work kept; a refused export leaves nothing.
+ */
+class ExportResumeTest {
+    @TempDir
+    static Path tmp;
+    /** The tiny model quantized to 4 bits (weights only), as the quantize stage hands it to the export. */
+    static Path quantized;
+
+    /** What a SIGKILL does to the pass, at a progress report: the run stops there, nothing after it runs. */
+    static final class Killed extends RuntimeException {
+        Killed() {
+            super("killed");
+        }
+    }
+
+    /** Stops the run at its {@code n}-th finished group of weights. */
+    static Progress killAfter(int n) {
+        AtomicInteger seen = new AtomicInteger();
+        return (what, done, total) -> {
+            if (what.equals("weights") && seen.incrementAndGet() == n) {
+                throw new Killed();
+            }
+        };
+    }
+
+    @BeforeAll
+    static void quantize() {
+        QuantizeOptions o = new QuantizeOptions("rtn", QuantSpec.int4Group128(), List.of(), QuantSpec.int8PerChannel(),
+                new QuantizeOptions.Calibration(BundledData.calibration(tmp.resolve("bundled")), 4, 64, 0), null, null, 64,
+                128, 100, 0, null, Activations.FLOAT);
+        try (Checkpoint ckpt = Checkpoint.open(Fixtures.qwen2Tiny())) {
+            QuantizePipeline.run(ckpt, o, tmp.resolve("q"), Progress.NONE);
+        }
+        quantized = tmp.resolve("q").resolve(QuantizePipeline.CHECKPOINT);
+    }
+
+    static ExportPass.Options both(int ctx) {
+        return new ExportPass.Options(ExportOptions.staticShapes(32, ctx), ExportPass.Format.BOTH, 4, false, false);
+    }
+
+    static List<Long> reports(Path model, ExportPass.Options o, Path out) {
+        List<Long> done = new ArrayList<>();
+        ExportPass.run(model, o, out, (what, d, total) -> {
+            if (what.equals("weights")) {
+                done.add(d);
+            }
+        });
+        return done;
+    }
+
+    @Test
+    void anExportKilledAfterAnyGroupOfWeightsContinuesThereAndWritesTheSameFolder() throws IOException {
+        record Case(String name, Path model, ExportPass.Options options) {
+        }
+        for (Case c : List.of(new Case("quantized", quantized, both(64)),
+                new Case("float", Fixtures.qwen2Tiny(), new ExportPass.Options(ExportOptions.dynamic(),
+                        ExportPass.Format.QDQ, 4, false, false)))) {
+            Path whole = tmp.resolve(c.name() + "-whole");
+            int groups = reports(c.model(), c.options(), whole).size();
+            assertTrue(groups > 10, c.name() + ": " + groups + " groups");
+            for (int k : new int[]{1, groups / 2, groups - 1}) {
+                Path out = tmp.resolve(c.name() + "-killed-" + k);
+                assertThrows(Killed.class, () -> ExportPass.run(c.model(), c.options(), out, killAfter(k)));
+                assertTrue(Files.isRegularFile(out.resolve(ExportRun.WORK).resolve("run.json")), "the work is kept");
+                cutShortAsAKillMidGroupWould(out);
+
+                List<Long> resumed = reports(c.model(), c.options(), out);
+                assertEquals(groups - k, resumed.size(), c.name() + " killed after " + k + ": the finished groups are not redone");
+                assertSameFiles(whole, out);
+                assertFalse(Files.exists(out.resolve(ExportRun.WORK)), "the work folder goes when the export finishes");
+            }
+        }
+    }
+
+    /** Bytes of the next group half written after the last finished one, and its first journal line cut short. */
+    static void cutShortAsAKillMidGroupWould(Path out) throws IOException {
+        try (Stream<Path> s = Files.walk(out)) {
+            for (Path p : s.filter(Files::isRegularFile).toList()) {
+                String name = p.getFileName().toString();
+                if (name.equals(DecoderExporter.WEIGHTS)) {
+                    Files.write(p, new byte[5000], StandardOpenOption.APPEND);
+                } else if (name.endsWith(".weights")) {
+                    Files.writeString(p, "t\tmodel.layers.1.mlp.up_proj.weight\tFLO", StandardCharsets.UTF_8,
+                            StandardOpenOption.APPEND);
+                }
+            }
+        }
+    }
+
+    @Test
+    void otherSettingsAreRefusedNamingWhatDiffersAndTheSameOnesFinishIt() throws IOException {
+        Path whole = tmp.resolve("settings-whole");
+        ExportPass.run(quantized, both(64), whole, Progress.NONE);
+        Path out = tmp.resolve("settings-killed");
+        assertThrows(Killed.class, () -> ExportPass.run(quantized, both(64), out, killAfter(5)));
+        Map<String, byte[]> before = files(out);
+
+        ExportException e = assertThrows(ExportException.class, () -> ExportPass.run(quantized, both(128), out, Progress.NONE));
+        assertTrue(e.getMessage().contains("interrupted export of other inputs or settings (export: "), e.getMessage());
+        assertTrue(e.getMessage().contains("contextLength=64") && e.getMessage().contains("contextLength=128"), e.getMessage());
+        e = assertThrows(ExportException.class, () -> ExportPass.run(Fixtures.qwen2Tiny(), both(64), out, Progress.NONE));
+        assertTrue(e.getMessage().contains("model: digest "), "another model is named: " + e.getMessage());
+        assertEquals(before.keySet(), files(out).keySet(), "the interrupted work is untouched");
+
+        ExportPass.run(quantized, both(64), out, Progress.NONE);
+        assertSameFiles(whole, out);
+    }
+
+    @Test
+    void aWeightFileShorterThanItsJournalIsWrittenAgainFromItsStart() throws IOException {
+        ExportPass.Options o = new ExportPass.Options(ExportOptions.staticShapes(32, 64), ExportPass.Format.QDQ, 4, false, false);
+        Path whole = tmp.resolve("short-whole");
+        int groups = reports(quantized, o, whole).size();
+        Path out = tmp.resolve("short-killed");
+        assertThrows(Killed.class, () -> ExportPass.run(quantized, o, out, killAfter(groups / 2)));
+        Path data = out.resolve("onnx").resolve(DecoderExporter.WEIGHTS);
+        try (var ch = java.nio.channels.FileChannel.open(data, StandardOpenOption.WRITE)) {
+            ch.truncate(100);
+        }
+        assertEquals(groups, reports(quantized, o, out).size(), "every group written again");
+        assertSameFiles(whole, out);
+    }
+
+    @Test
+    void aRefusedExportLeavesNothingBehind() {
+        Path out = tmp.resolve("refused");
+        ExportPass.Options genie = new ExportPass.Options(new ExportOptions(Variant.GENIE, 64,
+                ExportOptions.MAX_CONTEXT_LENGTH, ExportOptions.DEFAULT_OPSET), ExportPass.Format.QDQ, 4, false, false);
+        ExportException e = assertThrows(ExportException.class, () -> ExportPass.run(quantized, genie, out, Progress.NONE));
+        assertTrue(e.getMessage().contains("max_position_embeddings"), e.getMessage());
+        assertFalse(Files.exists(out), "nothing is left to continue or to clean up");
+    }
+
+    /** Every file of a folder (relative name to bytes). */
+    static Map<String, byte[]> files(Path dir) throws IOException {
+        Map<String, byte[]> m = new TreeMap<>();
+        try (Stream<Path> s = Files.walk(dir)) {
+            for (Path p : s.filter(Files::isRegularFile).toList()) {
+                m.put(dir.relativize(p).toString(), Files.readAllBytes(p));
+            }
+        }
+        return m;
+    }
+
+    static void assertSameFiles(Path expected, Path actual) throws IOException {
+        Map<String, byte[]> e = files(expected);
+        Map<String, byte[]> a = files(actual);
+        assertEquals(e.keySet(), a.keySet());
+        e.forEach((name, bytes) -> assertArrayEquals(bytes, a.get(name), name));
+    }
+}
