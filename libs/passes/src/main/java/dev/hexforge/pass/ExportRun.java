@@ -2,6 +2,7 @@ package dev.hexforge.pass;
 
 import dev.hexforge.io.Folders;
 import dev.hexforge.onnx.export.ExportException;
+import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.export.WeightJournal;
 import dev.hexforge.resume.RunKey;
 
@@ -50,6 +51,9 @@ final class ExportRun {
         }
         if (Files.isDirectory(work)) {
             Folders.deleteQuietly(work); // a run killed before it wrote its key had written nothing else
+        }
+        if (Files.isRegularFile(out.resolve(ExportInfo.FILE))) {
+            throw new ExportException(out + " holds a finished export; choose another --out or remove it");
         }
         if (!Folders.isMissingOrEmpty(out)) {
             throw new ExportException(out + " already exists and is not empty; choose another --out or remove it");

@@ -146,6 +146,17 @@ class ExportResumeTest {
     }
 
     @Test
+    void aFinishedExportIsNotWrittenAgain() throws IOException {
+        Path out = tmp.resolve("finished");
+        ExportPass.Options o = new ExportPass.Options(ExportOptions.dynamic(), ExportPass.Format.QDQ, 4, false, false);
+        ExportPass.run(Fixtures.qwen2Tiny(), o, out, Progress.NONE);
+        Map<String, byte[]> before = files(out);
+        ExportException e = assertThrows(ExportException.class, () -> ExportPass.run(Fixtures.qwen2Tiny(), o, out, Progress.NONE));
+        assertTrue(e.getMessage().contains("holds a finished export"), e.getMessage());
+        assertEquals(before.keySet(), files(out).keySet());
+    }
+
+    @Test
     void aWeightFileShorterThanItsJournalIsWrittenAgainFromItsStart() throws IOException {
         ExportPass.Options o = new ExportPass.Options(ExportOptions.staticShapes(32, 64), ExportPass.Format.QDQ, 4, false, false);
         Path whole = tmp.resolve("short-whole");
