@@ -7,7 +7,7 @@ import picocli.CommandLine;
 /** The {@code hexforge} command line. */
 @Command(name = "hexforge", mixinStandardHelpOptions = true, version = "hexforge 0.1.0",
         description = "Turn Hugging Face LLMs into signed, benchmarked models for the Hexagon NPU.",
-        subcommands = {JobCommands.Submit.class, JobCommands.Watch.class, JobCommands.Show.class, UploadCommand.class, DownloadCommand.class, TokenCommands.class, DeviceCommands.class, ExportCommand.class, QuantizeCommand.class, CompileCommand.class, FinetuneCommand.class, MergeCommand.class, SignCommand.class, VerifyCommand.class, KeygenCommand.class, GenerateCommand.class, EvalCommand.class, CheckQnnCommand.class, DoctorCommand.class,
+        subcommands = {JobCommands.Submit.class, JobCommands.Watch.class, JobCommands.Show.class, UploadCommand.class, DownloadCommand.class, TokenCommands.class, DeviceCommands.class, ExportCommand.class, QuantizeCommand.class, CompileCommand.class, FinetuneCommand.class, MergeCommand.class, SignCommand.class, VerifyCommand.class, KeygenCommand.class, GenerateCommand.class, EvalCommand.class, CheckQnnCommand.class, DoctorCommand.class, SocsCommand.class,
                 SynthCommand.class, BenchCommand.class, CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
 

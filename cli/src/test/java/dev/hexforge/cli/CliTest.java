@@ -59,6 +59,22 @@ class CliTest {
     }
 
     @Test
+    void socsListsEveryKnownSocWithItsHtpAndQnnModel() throws Exception {
+        Run r = run("socs");
+        assertEquals(0, r.exit(), r.err());
+        String line = r.out().lines().filter(l -> l.startsWith("SM8850 ")).findFirst().orElseThrow();
+        assertEquals(List.of("SM8850", "Snapdragon", "8", "Elite", "Gen", "5", "v81", "87", "8", "MB", "85.3", "GB/s"),
+                List.of(line.trim().split(" +")), r.out());
+        JsonNode all = run("socs", "--json").json();
+        assertEquals(dev.hexforge.compile.Soc.KNOWN.size(), all.size());
+        assertEquals(87, all.get(4).path("qnnSocModel").asInt(), all.toString());
+        assertEquals(8, all.get(4).path("vtcmMb").asInt(), all.toString());
+        Run unknown = run("compile", "--model", tmp.resolve("static").toString(), "--out", tmp.resolve("x").toString(),
+                "--target", "ort-qnn", "--soc", "SM9999");
+        assertTrue(unknown.exit() > 0 && unknown.err().contains("SM8850 (Snapdragon 8 Elite Gen 5)"), unknown.err());
+    }
+
+    @Test
     void generateJsonGivesTheReferenceContinuation() throws Exception {
         JsonNode ref = Fixtures.json(Fixtures.reference("reference.json")).path("prompts").get(0);
         String ids = Arrays.stream(Fixtures.ints(ref.path("input_ids"))).mapToObj(String::valueOf).collect(Collectors.joining(","));
