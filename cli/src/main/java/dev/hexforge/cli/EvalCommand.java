@@ -1,6 +1,8 @@
 package dev.hexforge.cli;
 
 import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.contracts.ErrorCode;
+import dev.hexforge.contracts.HexforgeException;
 import dev.hexforge.eval.Perplexity;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.LogitRows;
@@ -70,6 +72,11 @@ final class EvalCommand implements Runnable {
                     }
                 }
                 bar.finish();
+            }
+            if (!Double.isFinite(r.perplexity())) {
+                throw new HexforgeException(ErrorCode.MODEL_INVALID, "perplexity " + r.perplexity() + " over " + r.scoredTokens()
+                        + " tokens: the model's logits are not finite (NaN or Inf weights, or values past float range)",
+                        "check the model's weights: a pass that reads the checkpoint names the tensors with NaN or Inf values", null);
             }
             if (json) {
                 new Json().put("perplexity", r.perplexity()).put("mean_nll", r.meanNll()).put("scored_tokens", r.scoredTokens())

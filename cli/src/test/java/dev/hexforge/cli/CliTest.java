@@ -2,6 +2,9 @@ package dev.hexforge.cli;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.hexforge.safetensors.DType;
+import dev.hexforge.safetensors.SafetensorsFile;
+import dev.hexforge.safetensors.SafetensorsWriter;
 import dev.hexforge.testing.Fixtures;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -12,8 +15,10 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
 import java.util.stream.Collectors;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -140,6 +145,34 @@ class CliTest {
         assertEquals(java.json().path("perplexity").asDouble(), onnx.json().path("perplexity").asDouble(),
                 java.json().path("perplexity").asDouble() * 1e-4);
         assertEquals("java-reference", java.json().path("backend").asText());
+    }
+
+    @Test
+    void aPerplexityThatIsNotFiniteIsAnErrorNotAResult() throws Exception {
+        // the tiny model with a final norm of NaN: every logit is NaN
+        Path nan = Files.createDirectories(tmp.resolve("nan-model"));
+        try (var files = Files.list(Fixtures.qwen2Tiny())) {
+            for (Path f : files.filter(Files::isRegularFile).toList()) {
+                Files.copy(f, nan.resolve(f.getFileName()));
+            }
+        }
+        List<SafetensorsWriter.Entry> entries = new ArrayList<>();
+        try (SafetensorsFile f = SafetensorsFile.open(Fixtures.qwen2Tiny().resolve("model.safetensors"))) {
+            for (var t : f.tensors()) {
+                float[] v = f.floats(t.name());
+                if (t.name().equals("model.norm.weight")) {
+                    Arrays.fill(v, Float.NaN);
+                }
+                entries.add(SafetensorsWriter.Entry.ofFloats(t.name(), t.shape(), v, DType.F32));
+            }
+        }
+        SafetensorsWriter.write(nan.resolve("model.safetensors"), Map.of("format", "pt"), entries);
+        Path text = tmp.resolve("nan.txt");
+        Files.writeString(text, Files.readString(Fixtures.root().resolve("corpus/eval_en.txt")).substring(0, 3000));
+        Run r = run("eval", "ppl", "--model", nan.toString(), "--text", text.toString(), "--json");
+        assertEquals(1, r.exit(), r.out() + r.err());
+        assertTrue(r.err().contains("MODEL_INVALID") && r.err().contains("perplexity NaN"), r.err());
+        assertTrue(r.out().isEmpty(), "no result is printed: " + r.out());
     }
 
     @Test

@@ -2,6 +2,8 @@ package dev.hexforge.tokenizer;
 
 import ai.djl.huggingface.tokenizers.Encoding;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -54,6 +56,37 @@ public final class Tokenizer implements AutoCloseable {
             return new Tokenizer(hf, ChatTemplate.load(dir, chatFormat));
         } catch (IOException | RuntimeException e) {
             throw new TokenizerException(json + ": cannot load tokenizer: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Checks the tokenizer a pass ships with a model before the pass writes anything: a {@code tokenizer.json} that is
+     * there must load, and every token id it defines (its vocabulary and added tokens) must be one of the model's
+     * {@code vocabSize} embeddings — a truncated file or another model's tokenizer would ship a model that cannot be
+     * prompted. A folder without one ships none, and is not refused here.
+     */
+    public static void check(Path dir, int vocabSize) {
+        Path json = dir.resolve("tokenizer.json");
+        if (!Files.isRegularFile(json)) {
+            return;
+        }
+        load(dir).close();
+        long top;
+        try {
+            JsonNode root = new ObjectMapper().readTree(json.toFile());
+            top = -1;
+            for (JsonNode id : root.path("model").path("vocab")) {
+                top = Math.max(top, id.asLong(-1));
+            }
+            for (JsonNode t : root.path("added_tokens")) {
+                top = Math.max(top, t.path("id").asLong(-1));
+            }
+        } catch (IOException e) {
+            throw new TokenizerException(json + ": cannot read: " + e.getMessage(), e);
+        }
+        if (top >= vocabSize) {
+            throw new TokenizerException(json + " defines token id " + top + ", but config.json's vocab_size is " + vocabSize
+                    + ": the tokenizer is not this model's; put the model's own tokenizer files in the folder");
         }
     }
 

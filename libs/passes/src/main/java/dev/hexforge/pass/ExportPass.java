@@ -118,6 +118,7 @@ public final class ExportPass {
         try (Checkpoint ckpt = Checkpoint.open(model)) {
             MemoryPlan.require(MemoryPlan.streaming(Stage.EXPORT, ckpt.config()));
             warnings.addAll(ckpt.warnings());
+            Tokenizer.check(model, ckpt.config().vocabSize()); // every export ships it
             ExportRun run = ExportRun.open(out, key(model, o));
             try {
                 export(ckpt, model, o, out, run, outputs, warnings, progress);

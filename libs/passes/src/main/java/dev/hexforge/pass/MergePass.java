@@ -5,6 +5,7 @@ import dev.hexforge.contracts.Stage;
 import dev.hexforge.lora.LoraAdapter;
 import dev.hexforge.lora.LoraMerge;
 import dev.hexforge.memory.MemoryPlan;
+import dev.hexforge.tokenizer.Tokenizer;
 
 import java.nio.file.Path;
 
@@ -26,6 +27,7 @@ public final class MergePass {
         long t0 = System.nanoTime();
         try (Checkpoint ckpt = Checkpoint.open(base)) {
             MemoryPlan.require(MemoryPlan.streaming(Stage.MERGE, ckpt.config()));
+            Tokenizer.check(base, ckpt.config().vocabSize()); // the merged folder ships it
             LoraAdapter a = LoraAdapter.read(adapter, ckpt.config());
             LoraMerge.merge(ckpt, a, out);
             return new Result(out, new Report(a.deltas().size(), a.config().r(), a.config().scale(),

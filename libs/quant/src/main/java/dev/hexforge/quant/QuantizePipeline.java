@@ -109,6 +109,7 @@ public final class QuantizePipeline {
         // the inputs are read and checked before anything is written
         GateText text;
         CalibrationSet set = null;
+        Tokenizer.check(ckpt.dir(), ckpt.config().vocabSize()); // the quantized checkpoint ships it
         try (Tokenizer tok = Tokenizer.load(ckpt.dir())) {
             text = opt.evalText() != null ? gateText(opt.evalText(), tok, opt, ckpt) : bundledGateText(tok, opt, ckpt);
             if (opt.calibration() != null && (!opt.method().equals("rtn") || opt.autoKeepPercent() > 0
