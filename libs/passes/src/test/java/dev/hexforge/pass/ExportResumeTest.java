@@ -12,6 +12,7 @@ import dev.hexforge.quant.QuantSpec;
 import dev.hexforge.quant.QuantizeOptions;
 import dev.hexforge.quant.QuantizePipeline;
 import dev.hexforge.testing.Fixtures;
+import dev.hexforge.testing.FolderContents;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -24,11 +25,9 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -105,7 +104,7 @@ class ExportResumeTest {
 
                 List<Long> resumed = reports(c.model(), c.options(), out);
                 assertEquals(groups - k, resumed.size(), c.name() + " killed after " + k + ": the finished groups are not redone");
-                assertSameFiles(whole, out);
+                FolderContents.assertSameFiles(whole, out);
                 assertFalse(Files.exists(out.resolve(ExportRun.WORK)), "the work folder goes when the export finishes");
             }
         }
@@ -132,17 +131,17 @@ class ExportResumeTest {
         ExportPass.run(quantized, both(64), whole, Progress.NONE);
         Path out = tmp.resolve("settings-killed");
         assertThrows(Killed.class, () -> ExportPass.run(quantized, both(64), out, killAfter(5)));
-        Map<String, byte[]> before = files(out);
+        Map<String, byte[]> before = FolderContents.files(out);
 
         ExportException e = assertThrows(ExportException.class, () -> ExportPass.run(quantized, both(128), out, Progress.NONE));
         assertTrue(e.getMessage().contains("interrupted export of other inputs or settings (export: "), e.getMessage());
         assertTrue(e.getMessage().contains("contextLength=64") && e.getMessage().contains("contextLength=128"), e.getMessage());
         e = assertThrows(ExportException.class, () -> ExportPass.run(Fixtures.qwen2Tiny(), both(64), out, Progress.NONE));
         assertTrue(e.getMessage().contains("model: digest "), "another model is named: " + e.getMessage());
-        assertEquals(before.keySet(), files(out).keySet(), "the interrupted work is untouched");
+        assertEquals(before.keySet(), FolderContents.files(out).keySet(), "the interrupted work is untouched");
 
         ExportPass.run(quantized, both(64), out, Progress.NONE);
-        assertSameFiles(whole, out);
+        FolderContents.assertSameFiles(whole, out);
     }
 
     @Test
@@ -150,10 +149,10 @@ class ExportResumeTest {
         Path out = tmp.resolve("finished");
         ExportPass.Options o = new ExportPass.Options(ExportOptions.dynamic(), ExportPass.Format.QDQ, 4, false, false);
         ExportPass.run(Fixtures.qwen2Tiny(), o, out, Progress.NONE);
-        Map<String, byte[]> before = files(out);
+        Map<String, byte[]> before = FolderContents.files(out);
         ExportException e = assertThrows(ExportException.class, () -> ExportPass.run(Fixtures.qwen2Tiny(), o, out, Progress.NONE));
         assertTrue(e.getMessage().contains("holds a finished export"), e.getMessage());
-        assertEquals(before.keySet(), files(out).keySet());
+        assertEquals(before.keySet(), FolderContents.files(out).keySet());
     }
 
     @Test
@@ -168,7 +167,7 @@ class ExportResumeTest {
             ch.truncate(100);
         }
         assertEquals(groups, reports(quantized, o, out).size(), "every group written again");
-        assertSameFiles(whole, out);
+        FolderContents.assertSameFiles(whole, out);
     }
 
     @Test
@@ -179,23 +178,5 @@ class ExportResumeTest {
         ExportException e = assertThrows(ExportException.class, () -> ExportPass.run(quantized, genie, out, Progress.NONE));
         assertTrue(e.getMessage().contains("max_position_embeddings"), e.getMessage());
         assertFalse(Files.exists(out), "nothing is left to continue or to clean up");
-    }
-
-    /** Every file of a folder (relative name to bytes). */
-    static Map<String, byte[]> files(Path dir) throws IOException {
-        Map<String, byte[]> m = new TreeMap<>();
-        try (Stream<Path> s = Files.walk(dir)) {
-            for (Path p : s.filter(Files::isRegularFile).toList()) {
-                m.put(dir.relativize(p).toString(), Files.readAllBytes(p));
-            }
-        }
-        return m;
-    }
-
-    static void assertSameFiles(Path expected, Path actual) throws IOException {
-        Map<String, byte[]> e = files(expected);
-        Map<String, byte[]> a = files(actual);
-        assertEquals(e.keySet(), a.keySet());
-        e.forEach((name, bytes) -> assertArrayEquals(bytes, a.get(name), name));
     }
 }

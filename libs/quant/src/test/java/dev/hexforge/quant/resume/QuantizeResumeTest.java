@@ -9,6 +9,7 @@ import dev.hexforge.quant.QuantizationException;
 import dev.hexforge.quant.QuantizeOptions;
 import dev.hexforge.quant.QuantizePipeline;
 import dev.hexforge.testing.Fixtures;
+import dev.hexforge.testing.FolderContents;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -18,8 +19,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.TreeMap;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -64,23 +63,6 @@ class QuantizeResumeTest {
                 activations ? Activations.parse(null, null, true) : Activations.FLOAT);
     }
 
-    /** Every file of a folder (relative name to bytes). */
-    static Map<String, byte[]> files(Path dir) throws IOException {
-        Map<String, byte[]> m = new TreeMap<>();
-        try (Stream<Path> s = Files.walk(dir)) {
-            for (Path p : s.filter(Files::isRegularFile).toList()) {
-                m.put(dir.relativize(p).toString(), Files.readAllBytes(p));
-            }
-        }
-        return m;
-    }
-
-    static void assertSameFiles(Path expected, Path actual) throws IOException {
-        Map<String, byte[]> e = files(expected);
-        Map<String, byte[]> a = files(actual);
-        assertEquals(e.keySet(), a.keySet());
-        e.forEach((name, bytes) -> assertArrayEquals(bytes, a.get(name), name));
-    }
 
     static QuantizePipeline.Result run(QuantizeOptions o, Path out, Progress p) {
         try (Checkpoint ckpt = Checkpoint.open(Fixtures.qwen2Tiny())) {
@@ -108,7 +90,7 @@ class QuantizeResumeTest {
             });
             assertEquals(List.of(method + " layer 3/4", method + " layer 4/4"), layers, "the finished layers are not redone");
             assertTrue(r.passed());
-            assertSameFiles(whole.resolve(QuantizePipeline.CHECKPOINT), out.resolve(QuantizePipeline.CHECKPOINT));
+            FolderContents.assertSameFiles(whole.resolve(QuantizePipeline.CHECKPOINT), out.resolve(QuantizePipeline.CHECKPOINT));
             assertFalse(Files.exists(out.resolve(QuantizePipeline.WORK)), "the work folder goes when the run finishes");
         }
     }
@@ -132,7 +114,7 @@ class QuantizeResumeTest {
         Files.write(linears.resolve("26.safetensors.partial"), new byte[]{1, 2, 3});
 
         run(o, out, Progress.NONE);
-        assertSameFiles(whole.resolve(QuantizePipeline.CHECKPOINT), out.resolve(QuantizePipeline.CHECKPOINT));
+        FolderContents.assertSameFiles(whole.resolve(QuantizePipeline.CHECKPOINT), out.resolve(QuantizePipeline.CHECKPOINT));
     }
 
     @Test
