@@ -1,5 +1,7 @@
 package dev.hexforge.cli;
 
+import dev.hexforge.checkpoint.NonFinite;
+import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.pass.ExportPass;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -23,13 +25,16 @@ final class ExportCommand implements Callable<Integer> {
     Path out;
     @Option(names = "--json", description = "print one JSON object with the result")
     boolean json;
+    @Option(names = "--allow-non-finite", descriptionKey = "allowNonFinite")
+    boolean allowNonFinite;
 
     @Override
     public Integer call() {
-        ExportPass.Options opt = exportFlags.options(SpecOptions.spec(spec, List.of("export"), Map.of()));
+        JobSpec job = SpecOptions.spec(spec, List.of("export"), Map.of());
+        ExportPass.Options opt = exportFlags.options(job);
         ExportPass.Result r;
         try (ProgressBar bar = new ProgressBar("export")) {
-            r = ExportPass.run(model, opt, out, bar);
+            r = ExportPass.run(model, NonFinite.allowedIf(job.allowNonFinite()), opt, out, bar);
             bar.finish();
         }
         ExportPass.Report rep = r.report();

@@ -1,5 +1,7 @@
 package dev.hexforge.cli;
 
+import dev.hexforge.checkpoint.NonFinite;
+import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.lora.train.TrainingListener;
 import dev.hexforge.lora.train.TrainingOptions;
 import dev.hexforge.lora.train.TrainingReport;
@@ -69,15 +71,19 @@ final class FinetuneCommand implements Callable<Integer> {
     @Option(names = "--json", description = "print one JSON object (the report summary) instead of text")
     boolean json;
 
+    @Option(names = "--allow-non-finite", descriptionKey = "allowNonFinite")
+    boolean allowNonFinite;
+
     @Override
     public Integer call() {
         // the flags as a job spec's finetune settings, mapped by the pass as a fleet job's are, then what only the CLI sets
-        TrainingOptions o = FinetunePass.options(SpecOptions.spec(spec, List.of(), Map.of()).finetune())
+        JobSpec job = SpecOptions.spec(spec, List.of(), Map.of());
+        TrainingOptions o = FinetunePass.options(job.finetune())
                 .withRun(rslora, warmup, schedule, weightDecay, maxGradNorm, checkpointEvery, evalSplit, threads);
         List<String> epochLines = new ArrayList<>();
         FinetunePass.Result result;
         try (ProgressBar bar = new ProgressBar("finetune")) {
-            result = FinetunePass.run(new FinetunePass.Inputs(model, data, eval), o, out, new TrainingListener() {
+            result = FinetunePass.run(new FinetunePass.Inputs(model, NonFinite.allowedIf(job.allowNonFinite()), data, eval), o, out, new TrainingListener() {
                 @Override
                 public void onStep(StepMetrics m) {
                     bar.update(String.format("step %d/%d loss %.4f lr %.2e %.0f tok/s ETA %.0fs", m.step(), m.totalSteps(),

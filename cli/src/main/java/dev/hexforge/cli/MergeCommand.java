@@ -1,5 +1,6 @@
 package dev.hexforge.cli;
 
+import dev.hexforge.checkpoint.NonFinite;
 import dev.hexforge.pass.MergePass;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -18,10 +19,12 @@ final class MergeCommand implements Callable<Integer> {
     Path out;
     @Option(names = "--json", description = "print one JSON object")
     boolean json;
+    @Option(names = "--allow-non-finite", description = "go on with NaN or Inf weights in the base model, saying so (refused by default)")
+    boolean allowNonFinite;
 
     @Override
     public Integer call() {
-        MergePass.Result r = MergePass.run(model, adapter, out);
+        MergePass.Result r = MergePass.run(model, NonFinite.allowedIf(allowNonFinite), adapter, out);
         MergePass.Report rep = r.report();
         if (json) {
             new Json().put("out", out.toAbsolutePath().toString()).put("merged_linears", rep.mergedLinears())

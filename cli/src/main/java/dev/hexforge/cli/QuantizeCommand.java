@@ -1,5 +1,6 @@
 package dev.hexforge.cli;
 
+import dev.hexforge.checkpoint.NonFinite;
 import dev.hexforge.client.GatewayClient;
 import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.io.Folders;
@@ -77,6 +78,8 @@ final class QuantizeCommand implements Callable<Integer> {
     Path out;
     @Option(names = "--json", description = "print the report as one JSON object")
     boolean json;
+    @Option(names = "--allow-non-finite", descriptionKey = "allowNonFinite")
+    boolean allowNonFinite;
 
     @Override
     public Integer call() throws IOException {
@@ -95,9 +98,9 @@ final class QuantizeCommand implements Callable<Integer> {
             QuantizeOptions opt = QuantizePass.options(job, calibration, eval != null ? eval : BundledData.evalText(bundled),
                     GatewayClient.stateFolder().resolve("cache")).withCalibrationSeed(seed)
                     .withGptq(Gptq.Options.defaults().withActOrder(actOrder)).withEvalWindow(window);
-            r = QuantizePass.run(model, opt, out, (what, done, total) -> bar.update(what, done, 2 * total));
+            r = QuantizePass.run(model, NonFinite.allowedIf(job.allowNonFinite()), opt, out, (what, done, total) -> bar.update(what, done, 2 * total));
             if (r.passed()) {
-                exported = ExportPass.run(r.checkpoint(), export, export.format() == ExportPass.Format.BOTH ? out : out.resolve("onnx-model"),
+                exported = ExportPass.run(r.checkpoint(), NonFinite.allowedIf(job.allowNonFinite()), export, export.format() == ExportPass.Format.BOTH ? out : out.resolve("onnx-model"),
                         (what, done, total) -> bar.update(what, total + done, 2 * total));
             }
             bar.finish();

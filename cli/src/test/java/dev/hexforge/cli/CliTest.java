@@ -148,7 +148,7 @@ class CliTest {
     }
 
     @Test
-    void aPerplexityThatIsNotFiniteIsAnErrorNotAResult() throws Exception {
+    void nanWeightsAreRefusedUnlessAllowedAndANanPerplexityIsAnErrorNotAResult() throws Exception {
         // the tiny model with a final norm of NaN: every logit is NaN
         Path nan = Files.createDirectories(tmp.resolve("nan-model"));
         try (var files = Files.list(Fixtures.qwen2Tiny())) {
@@ -167,12 +167,25 @@ class CliTest {
             }
         }
         SafetensorsWriter.write(nan.resolve("model.safetensors"), Map.of("format", "pt"), entries);
+
+        Path refused = tmp.resolve("nan-export");
+        Run r = run("export", "--model", nan.toString(), "--out", refused.toString(), "--variant", "dynamic");
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains("NaN or Inf weights in 1 tensor(s): 'model.norm.weight' (")
+                && r.err().contains("--allow-non-finite"), r.err());
+        assertFalse(Files.exists(refused), "nothing is written");
+
+        Path allowed = tmp.resolve("nan-export-allowed");
+        Run a = run("export", "--model", nan.toString(), "--out", allowed.toString(), "--variant", "dynamic", "--allow-non-finite");
+        assertEquals(0, a.exit(), a.err());
+        assertTrue(a.err().contains("warning: going on, as allowNonFinite asks"), a.err());
+
         Path text = tmp.resolve("nan.txt");
         Files.writeString(text, Files.readString(Fixtures.root().resolve("corpus/eval_en.txt")).substring(0, 3000));
-        Run r = run("eval", "ppl", "--model", nan.toString(), "--text", text.toString(), "--json");
-        assertEquals(1, r.exit(), r.out() + r.err());
-        assertTrue(r.err().contains("MODEL_INVALID") && r.err().contains("perplexity NaN"), r.err());
-        assertTrue(r.out().isEmpty(), "no result is printed: " + r.out());
+        Run e = run("eval", "ppl", "--model", allowed.toString(), "--text", text.toString(), "--json");
+        assertEquals(1, e.exit(), e.out() + e.err());
+        assertTrue(e.err().contains("MODEL_INVALID") && e.err().contains("perplexity NaN"), e.err());
+        assertTrue(e.out().isEmpty(), "no result is printed: " + e.out());
     }
 
     @Test

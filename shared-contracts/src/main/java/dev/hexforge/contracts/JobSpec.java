@@ -7,7 +7,7 @@ import com.fasterxml.jackson.annotation.JsonProperty;
 import java.util.List;
 
 /** A validated job spec (version 1) with every default filled in; see {@link JobSpecSchema} for each field. */
-public record JobSpec(int schemaVersion, String name, Input model, List<String> stages, Finetune finetune,
+public record JobSpec(int schemaVersion, String name, Input model, boolean allowNonFinite, List<String> stages, Finetune finetune,
                       Quantize quantize, Export export, Compile compile, Sign sign, Benchmark benchmark) {
 
     /** An input: exactly one of an upload's id, an artifact's id (of the same tenant) or a server path under the input roots. */

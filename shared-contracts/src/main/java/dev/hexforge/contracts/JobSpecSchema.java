@@ -48,6 +48,8 @@ public final class JobSpecSchema {
                     + "(POST /api/v1/uploads), {artifact: ID} of a model one of your jobs made, or {path: P} (or P alone) of a "
                     + "folder under the fleet's input roots (hexforge.input-roots; none by default).",
                     "upload", "artifact", "path").asRequired(),
+            bool("allowNonFinite", false, "Go on with a model whose weights hold NaN or Inf values, saying so in the reports "
+                    + "(refused by default, naming the tensors: such a model computes NaN)."),
             strings("stages", List.of("export", "sign"), "Stages to run, in pipeline order.",
                     "finetune", "merge", "quantize", "export", "compile", "sign", "benchmark"),
             object("finetune", "LoRA fine-tuning (the seed's PEFT settings).",

@@ -32,8 +32,8 @@ import static dev.hexforge.checkpoint.TensorNames.Linear;
 
 /**
  * A Hugging Face model folder whose config and weights have been checked against each other: every tensor the
- * decoder needs is present with the shape the config implies and a float dtype. Non-finite weights are reported
- * as warnings naming the tensor.
+ * decoder needs is present with the shape the config implies and a float dtype. NaN or Inf weights are refused
+ * naming the tensors, unless the caller allows them ({@link NonFinite}).
  */
 public final class Checkpoint implements Closeable {
     private static final System.Logger LOG = System.getLogger(Checkpoint.class.getName());
@@ -52,7 +52,16 @@ public final class Checkpoint implements Closeable {
         this.warnings = warnings;
     }
 
+    /** The checkpoint in {@code dir}, refusing NaN or Inf weights ({@link NonFinite#REFUSE}). */
     public static Checkpoint open(Path dir) {
+        return open(dir, NonFinite.REFUSE);
+    }
+
+    /**
+     * The checkpoint in {@code dir}; NaN or Inf weights are refused, naming each tensor and how many it holds, or
+     * with {@link NonFinite#ALLOW} reported among the {@link #warnings}.
+     */
+    public static Checkpoint open(Path dir, NonFinite nonFinite) {
         ModelConfig config = ModelConfig.read(dir);
         TensorStore store = TensorStore.open(dir);
         try {
@@ -86,11 +95,23 @@ public final class Checkpoint implements Closeable {
             }
             long[] scratch = new long[SCAN_CHUNK]; // one for every tensor: a fleet opens a checkpoint per job
             ByteBuffer piece = ByteBuffer.allocate(SCAN_CHUNK * Long.BYTES);
+            List<String> nonFiniteTensors = new ArrayList<>();
             for (String name : expected.keySet()) {
                 long bad = countNonFinite(store.file(name), store.info(name), piece, scratch);
                 if (bad > 0) {
-                    warnings.add("tensor '" + name + "' has " + bad + " NaN/Inf value(s)");
+                    nonFiniteTensors.add("'" + name + "' (" + bad + " of " + store.info(name).numel() + ")");
                 }
+            }
+            if (!nonFiniteTensors.isEmpty()) {
+                String which = String.join(", ", nonFiniteTensors.subList(0, Math.min(5, nonFiniteTensors.size())))
+                        + (nonFiniteTensors.size() > 5 ? " and " + (nonFiniteTensors.size() - 5) + " more" : "");
+                if (nonFinite == NonFinite.REFUSE) {
+                    throw new CheckpointException(dir + ": NaN or Inf weights in " + nonFiniteTensors.size() + " tensor(s): "
+                            + which + "; a model with them computes NaN. Fix the checkpoint, or go on anyway with "
+                            + "allowNonFinite: true in the job spec (--allow-non-finite on the command line)");
+                }
+                warnings.add("going on, as allowNonFinite asks, with NaN or Inf weights in " + nonFiniteTensors.size()
+                        + " tensor(s): " + which);
             }
             warnings.forEach(w -> LOG.log(System.Logger.Level.WARNING, "{0}: {1}", dir.getFileName(), w));
             return new Checkpoint(dir, config, store, Collections.unmodifiableMap(expected), List.copyOf(warnings));

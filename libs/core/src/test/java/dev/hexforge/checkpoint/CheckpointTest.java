@@ -99,14 +99,19 @@ class CheckpointTest {
     }
 
     @Test
-    void nonFiniteWeightsAreWarnedByName() throws IOException {
+    void nonFiniteWeightsAreRefusedByNameUnlessAllowed() throws IOException {
         float[] norm = new float[128];
         java.util.Arrays.fill(norm, 1f);
         norm[3] = Float.NaN;
         norm[4] = Float.POSITIVE_INFINITY;
-        try (Checkpoint c = Checkpoint.open(variant(x -> { }, Map.of("model.norm.weight", norm), List.of()))) {
+        Path m = variant(x -> { }, Map.of("model.norm.weight", norm), List.of());
+        String refusal = refused(m);
+        assertTrue(refusal.contains("NaN or Inf weights in 1 tensor(s): 'model.norm.weight' (2 of 128)")
+                && refusal.contains("--allow-non-finite"), refusal);
+        try (Checkpoint c = Checkpoint.open(m, NonFinite.ALLOW)) {
             assertEquals(1, c.warnings().size());
-            assertTrue(c.warnings().get(0).contains("'model.norm.weight' has 2 NaN/Inf"), c.warnings().toString());
+            assertTrue(c.warnings().get(0).contains("going on, as allowNonFinite asks")
+                    && c.warnings().get(0).contains("'model.norm.weight' (2 of 128)"), c.warnings().toString());
         }
     }
 

@@ -3,6 +3,7 @@ package dev.hexforge.pass;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.checkpoint.ModelDigest;
+import dev.hexforge.checkpoint.NonFinite;
 import dev.hexforge.compile.OrtQnnBundler;
 import dev.hexforge.contracts.HexforgeException;
 import dev.hexforge.contracts.JobSpec;
@@ -110,12 +111,12 @@ public final class ExportPass {
                 spec.stageList().contains(Stage.BENCHMARK));
     }
 
-    public static Result run(Path model, Options o, Path out, Progress progress) {
+    public static Result run(Path model, NonFinite nonFinite, Options o, Path out, Progress progress) {
         long t0 = System.nanoTime();
         String variant = o.export().variant().id();
         List<Written> outputs = new ArrayList<>();
         List<String> warnings = new ArrayList<>();
-        try (Checkpoint ckpt = Checkpoint.open(model)) {
+        try (Checkpoint ckpt = Checkpoint.open(model, nonFinite)) {
             MemoryPlan.require(MemoryPlan.streaming(Stage.EXPORT, ckpt.config()));
             warnings.addAll(ckpt.warnings());
             Tokenizer.check(model, ckpt.config().vocabSize()); // every export ships it

@@ -2,6 +2,7 @@ package dev.hexforge.pass;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
 import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.checkpoint.NonFinite;
 import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.io.Folders;
@@ -29,7 +30,8 @@ public final class FinetunePass {
     public static final String KIND = "lora-adapter";
 
     /** @param evalData null holds out a split of {@code data} */
-    public record Inputs(Path model, Path data, Path evalData) {
+    /** The base model (and what to do with NaN or Inf weights in it), the training data and the eval data (or null). */
+    public record Inputs(Path model, NonFinite nonFinite, Path data, Path evalData) {
     }
 
     /** The adapter folder (its checkpoints removed), the trainer's report and the summary a stage reports. */
@@ -61,7 +63,7 @@ public final class FinetunePass {
     }
 
     public static Result run(Inputs in, TrainingOptions o, Path out, TrainingListener listener) {
-        try (Checkpoint ckpt = Checkpoint.open(in.model()); Tokenizer tok = Tokenizer.load(in.model(), o.chatFormatOverride())) {
+        try (Checkpoint ckpt = Checkpoint.open(in.model(), in.nonFinite()); Tokenizer tok = Tokenizer.load(in.model(), o.chatFormatOverride())) {
             if (o.maxLength() > ckpt.config().maxPositionEmbeddings()) {
                 throw new IllegalArgumentException("finetune.maxLength: " + o.maxLength() + " is longer than the model's context ("
                         + ckpt.config().maxPositionEmbeddings() + " positions, max_position_embeddings)");

@@ -1,6 +1,7 @@
 package dev.hexforge.pass;
 
 import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.checkpoint.NonFinite;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.lora.LoraAdapter;
 import dev.hexforge.lora.LoraMerge;
@@ -23,9 +24,9 @@ public final class MergePass {
     private MergePass() {
     }
 
-    public static Result run(Path base, Path adapter, Path out) {
+    public static Result run(Path base, NonFinite nonFinite, Path adapter, Path out) {
         long t0 = System.nanoTime();
-        try (Checkpoint ckpt = Checkpoint.open(base)) {
+        try (Checkpoint ckpt = Checkpoint.open(base, nonFinite)) {
             MemoryPlan.require(MemoryPlan.streaming(Stage.MERGE, ckpt.config()));
             Tokenizer.check(base, ckpt.config().vocabSize()); // the merged folder ships it
             LoraAdapter a = LoraAdapter.read(adapter, ckpt.config());

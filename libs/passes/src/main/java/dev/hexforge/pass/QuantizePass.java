@@ -1,6 +1,7 @@
 package dev.hexforge.pass;
 
 import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.checkpoint.NonFinite;
 import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.memory.MemoryPlan;
 import dev.hexforge.onnx.export.Variant;
@@ -73,8 +74,9 @@ public final class QuantizePass {
     }
 
     /** Quantizes {@code model} into {@code out}: the report, and the checkpoint when the gate passed. */
-    public static QuantizePipeline.Result run(Path model, QuantizeOptions options, Path out, Progress progress) {
-        try (Checkpoint ckpt = Checkpoint.open(model)) {
+    public static QuantizePipeline.Result run(Path model, NonFinite nonFinite, QuantizeOptions options, Path out,
+                                              Progress progress) {
+        try (Checkpoint ckpt = Checkpoint.open(model, nonFinite)) {
             QuantizeOptions.Calibration cal = options.calibration();
             MemoryPlan.require(MemoryPlan.quantize(ckpt.config(), options.method(), cal == null ? 0 : cal.samples(),
                     cal == null ? 0 : cal.length(), options.autoKeepPercent() > 0, Runtime.getRuntime().availableProcessors()));

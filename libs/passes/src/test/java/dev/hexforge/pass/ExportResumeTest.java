@@ -1,5 +1,6 @@
 package dev.hexforge.pass;
 
+import dev.hexforge.checkpoint.NonFinite;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.onnx.export.DecoderExporter;
 import dev.hexforge.onnx.export.ExportException;
@@ -78,7 +79,7 @@ class ExportResumeTest {
 
     static List<Long> reports(Path model, ExportPass.Options o, Path out) {
         List<Long> done = new ArrayList<>();
-        ExportPass.run(model, o, out, (what, d, total) -> {
+        ExportPass.run(model, NonFinite.REFUSE, o, out, (what, d, total) -> {
             if (what.equals("weights")) {
                 done.add(d);
             }
@@ -98,7 +99,7 @@ class ExportResumeTest {
             assertTrue(groups > 10, c.name() + ": " + groups + " groups");
             for (int k : new int[]{1, groups / 2, groups - 1}) {
                 Path out = tmp.resolve(c.name() + "-killed-" + k);
-                assertThrows(Killed.class, () -> ExportPass.run(c.model(), c.options(), out, killAfter(k)));
+                assertThrows(Killed.class, () -> ExportPass.run(c.model(), NonFinite.REFUSE, c.options(), out, killAfter(k)));
                 assertTrue(Files.isRegularFile(out.resolve(ExportRun.WORK).resolve("run.json")), "the work is kept");
                 cutShortAsAKillMidGroupWould(out);
 
@@ -128,19 +129,19 @@ class ExportResumeTest {
     @Test
     void otherSettingsAreRefusedNamingWhatDiffersAndTheSameOnesFinishIt() throws IOException {
         Path whole = tmp.resolve("settings-whole");
-        ExportPass.run(quantized, both(64), whole, Progress.NONE);
+        ExportPass.run(quantized, NonFinite.REFUSE, both(64), whole, Progress.NONE);
         Path out = tmp.resolve("settings-killed");
-        assertThrows(Killed.class, () -> ExportPass.run(quantized, both(64), out, killAfter(5)));
+        assertThrows(Killed.class, () -> ExportPass.run(quantized, NonFinite.REFUSE, both(64), out, killAfter(5)));
         Map<String, byte[]> before = FolderContents.files(out);
 
-        ExportException e = assertThrows(ExportException.class, () -> ExportPass.run(quantized, both(128), out, Progress.NONE));
+        ExportException e = assertThrows(ExportException.class, () -> ExportPass.run(quantized, NonFinite.REFUSE, both(128), out, Progress.NONE));
         assertTrue(e.getMessage().contains("interrupted export of other inputs or settings (export: "), e.getMessage());
         assertTrue(e.getMessage().contains("contextLength=64") && e.getMessage().contains("contextLength=128"), e.getMessage());
-        e = assertThrows(ExportException.class, () -> ExportPass.run(Fixtures.qwen2Tiny(), both(64), out, Progress.NONE));
+        e = assertThrows(ExportException.class, () -> ExportPass.run(Fixtures.qwen2Tiny(), NonFinite.REFUSE, both(64), out, Progress.NONE));
         assertTrue(e.getMessage().contains("model: digest "), "another model is named: " + e.getMessage());
         assertEquals(before.keySet(), FolderContents.files(out).keySet(), "the interrupted work is untouched");
 
-        ExportPass.run(quantized, both(64), out, Progress.NONE);
+        ExportPass.run(quantized, NonFinite.REFUSE, both(64), out, Progress.NONE);
         FolderContents.assertSameFiles(whole, out);
     }
 
@@ -148,9 +149,9 @@ class ExportResumeTest {
     void aFinishedExportIsNotWrittenAgain() throws IOException {
         Path out = tmp.resolve("finished");
         ExportPass.Options o = new ExportPass.Options(ExportOptions.dynamic(), ExportPass.Format.QDQ, 4, false, false);
-        ExportPass.run(Fixtures.qwen2Tiny(), o, out, Progress.NONE);
+        ExportPass.run(Fixtures.qwen2Tiny(), NonFinite.REFUSE, o, out, Progress.NONE);
         Map<String, byte[]> before = FolderContents.files(out);
-        ExportException e = assertThrows(ExportException.class, () -> ExportPass.run(Fixtures.qwen2Tiny(), o, out, Progress.NONE));
+        ExportException e = assertThrows(ExportException.class, () -> ExportPass.run(Fixtures.qwen2Tiny(), NonFinite.REFUSE, o, out, Progress.NONE));
         assertTrue(e.getMessage().contains("holds a finished export"), e.getMessage());
         assertEquals(before.keySet(), FolderContents.files(out).keySet());
     }
@@ -161,7 +162,7 @@ class ExportResumeTest {
         Path whole = tmp.resolve("short-whole");
         int groups = reports(quantized, o, whole).size();
         Path out = tmp.resolve("short-killed");
-        assertThrows(Killed.class, () -> ExportPass.run(quantized, o, out, killAfter(groups / 2)));
+        assertThrows(Killed.class, () -> ExportPass.run(quantized, NonFinite.REFUSE, o, out, killAfter(groups / 2)));
         Path data = out.resolve("onnx").resolve(DecoderExporter.WEIGHTS);
         try (var ch = java.nio.channels.FileChannel.open(data, StandardOpenOption.WRITE)) {
             ch.truncate(100);
@@ -175,7 +176,7 @@ class ExportResumeTest {
         Path out = tmp.resolve("refused");
         ExportPass.Options genie = new ExportPass.Options(new ExportOptions(Variant.GENIE, 64,
                 ExportOptions.MAX_CONTEXT_LENGTH, ExportOptions.DEFAULT_OPSET), ExportPass.Format.QDQ, 4, false, false);
-        ExportException e = assertThrows(ExportException.class, () -> ExportPass.run(quantized, genie, out, Progress.NONE));
+        ExportException e = assertThrows(ExportException.class, () -> ExportPass.run(quantized, NonFinite.REFUSE, genie, out, Progress.NONE));
         assertTrue(e.getMessage().contains("max_position_embeddings"), e.getMessage());
         assertFalse(Files.exists(out), "nothing is left to continue or to clean up");
     }

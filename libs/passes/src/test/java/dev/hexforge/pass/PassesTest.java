@@ -1,5 +1,6 @@
 package dev.hexforge.pass;
 
+import dev.hexforge.checkpoint.NonFinite;
 import dev.hexforge.compile.QnnSdk;
 import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.JobSpecReader;
@@ -80,7 +81,7 @@ class PassesTest {
     @Test
     void theMergePassGivesTheReferenceMergeAndTheExportPassTheGenieLayout() throws Exception {
         Path merged = tmp.resolve("merged");
-        MergePass.Result m = MergePass.run(Fixtures.qwen2Tiny(), Fixtures.root().resolve("lora-task/reference_adapter"), merged);
+        MergePass.Result m = MergePass.run(Fixtures.qwen2Tiny(), NonFinite.REFUSE, Fixtures.root().resolve("lora-task/reference_adapter"), merged);
         assertTrue(m.report().mergedLinears() > 0, m.report().toString());
         try (SafetensorsFile got = SafetensorsFile.open(merged.resolve("model.safetensors"));
              SafetensorsFile want = SafetensorsFile.open(Fixtures.root().resolve("lora-task/merged/model.safetensors"))) {
@@ -94,7 +95,7 @@ class PassesTest {
             assertTrue(max < 1e-5, "merged as PEFT merges: max |dw| " + max);
         }
 
-        ExportPass.Result r = ExportPass.run(merged, ExportPass.options(JobSpecReader.read("model: m\nstages: [export]\n"
+        ExportPass.Result r = ExportPass.run(merged, NonFinite.REFUSE, ExportPass.options(JobSpecReader.read("model: m\nstages: [export]\n"
                 + "export: {variant: genie, seq: 64, ctx: 512}\n")), tmp.resolve("genie"), Progress.NONE);
         assertEquals(List.of("onnx-genie"), r.report().formats());
         ExportInfo info = ExportInfo.read(tmp.resolve("genie"));

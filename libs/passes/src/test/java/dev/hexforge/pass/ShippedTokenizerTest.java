@@ -1,5 +1,6 @@
 package dev.hexforge.pass;
 
+import dev.hexforge.checkpoint.NonFinite;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.onnx.export.ExportOptions;
 import dev.hexforge.onnx.qdq.Activations;
@@ -48,9 +49,9 @@ class ShippedTokenizerTest {
     void everyPassRefuses(Path model, String expected) {
         Path out = tmp.resolve(model.getFileName() + "-out");
         List<Runnable> passes = List.of(
-                () -> ExportPass.run(model, new ExportPass.Options(ExportOptions.dynamic(), ExportPass.Format.QDQ, 4, false,
+                () -> ExportPass.run(model, NonFinite.REFUSE, new ExportPass.Options(ExportOptions.dynamic(), ExportPass.Format.QDQ, 4, false,
                         false), out, Progress.NONE),
-                () -> MergePass.run(model, Fixtures.root().resolve("lora-task/reference_adapter"), out),
+                () -> MergePass.run(model, NonFinite.REFUSE, Fixtures.root().resolve("lora-task/reference_adapter"), out),
                 () -> {
                     QuantizeOptions o = new QuantizeOptions("rtn", QuantSpec.int4Group128(), List.of(), QuantSpec.int8PerChannel(),
                             new QuantizeOptions.Calibration(BundledData.calibration(tmp.resolve("bundled")), 4, 64, 0), null,

@@ -1,5 +1,6 @@
 package dev.hexforge.exportservice;
 
+import dev.hexforge.checkpoint.NonFinite;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.pass.ExportPass;
@@ -35,7 +36,7 @@ class ExportWorker extends StageWorker {
 
     @Override
     protected StageEvents.Completed run(Attempt a) {
-        ExportPass.Result r = ExportPass.run(a.model(), ExportPass.options(a.spec()), a.dir().resolve("out"),
+        ExportPass.Result r = ExportPass.run(a.model(), NonFinite.allowedIf(a.spec().allowNonFinite()), ExportPass.options(a.spec()), a.dir().resolve("out"),
                 (what, done, total) -> a.progress(total == 0 ? 0 : 90.0 * done / total, what, Map.of(), false));
         return a.completed(r.outputs().stream().map(o -> a.storeOutput(o.dir(), o.kind())).toList(), r.report());
     }

@@ -1,5 +1,6 @@
 package dev.hexforge.finetuneservice;
 
+import dev.hexforge.checkpoint.NonFinite;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.ErrorCode;
@@ -57,7 +58,7 @@ class FinetuneWorker extends StageWorker {
             restoreCheckpoint(a.request().jobId(), out);
             return null;
         });
-        FinetunePass.Inputs in = new FinetunePass.Inputs(a.model(), a.input("finetune.data", f.data()),
+        FinetunePass.Inputs in = new FinetunePass.Inputs(a.model(), NonFinite.allowedIf(a.spec().allowNonFinite()), a.input("finetune.data", f.data()),
                 f.evalData() == null ? null : a.input("finetune.evalData", f.evalData()));
         FinetunePass.Result r = FinetunePass.run(in, FinetunePass.options(f), out, new TrainingListener() {
             @Override

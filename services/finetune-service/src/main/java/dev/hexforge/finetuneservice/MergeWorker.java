@@ -1,5 +1,6 @@
 package dev.hexforge.finetuneservice;
 
+import dev.hexforge.checkpoint.NonFinite;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.pass.MergePass;
@@ -28,7 +29,7 @@ class MergeWorker extends StageWorker {
         if (a.request().inputs().isEmpty()) {
             throw new IllegalArgumentException("merge needs the finetune stage's adapter as input");
         }
-        MergePass.Result r = MergePass.run(a.baseModel(), a.model(), a.dir().resolve("out").resolve("model"));
+        MergePass.Result r = MergePass.run(a.baseModel(), NonFinite.allowedIf(a.spec().allowNonFinite()), a.model(), a.dir().resolve("out").resolve("model"));
         return a.completed(List.of(a.storeOutput(r.model(), MergePass.KIND)), r.report());
     }
 }

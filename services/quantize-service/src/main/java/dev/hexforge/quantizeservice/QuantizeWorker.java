@@ -1,5 +1,6 @@
 package dev.hexforge.quantizeservice;
 
+import dev.hexforge.checkpoint.NonFinite;
 import com.fasterxml.jackson.core.type.TypeReference;
 import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.ErrorCode;
@@ -47,7 +48,7 @@ class QuantizeWorker extends StageWorker {
     protected StageEvents.Completed run(Attempt a) {
         JobSpec.Quantize q = a.spec().quantize();
         Path calib = q.calibration() != null ? a.input("quantize.calibration", q.calibration()) : BundledData.calibration(work());
-        QuantizePipeline.Result r = QuantizePass.run(a.model(), QuantizePass.options(a.spec(), calib, BundledData.evalText(work()), work().resolve("cache")),
+        QuantizePipeline.Result r = QuantizePass.run(a.model(), NonFinite.allowedIf(a.spec().allowNonFinite()), QuantizePass.options(a.spec(), calib, BundledData.evalText(work()), work().resolve("cache")),
                 a.dir().resolve(OUT), (what, done, total) -> a.progress(total == 0 ? 0 : 90.0 * done / total, what, Map.of(), false));
         Map<String, Object> report = ContractsJson.MAPPER.convertValue(r.report(), new TypeReference<Map<String, Object>>() { });
         if (!r.passed()) {
