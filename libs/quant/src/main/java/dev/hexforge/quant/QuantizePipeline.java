@@ -216,7 +216,8 @@ public final class QuantizePipeline {
                 opt.method().equals("rtn") ? -1 : saved == null ? 0 : saved.storedTensors());
         QuantizedModel qm;
         CoverageReport coverage = set == null ? null : set.coverage();
-        List<String> warnings = new ArrayList<>(set == null ? List.of() : set.warnings());
+        List<String> warnings = new ArrayList<>(ckpt.warnings()); // what the checkpoint said of itself (NaN weights allowed, ...)
+        warnings.addAll(set == null ? List.of() : set.warnings());
         Map<String, GptqRunner.LayerError> outputErrors = new HashMap<>();
         List<Awq.GroupError> awqGroups = null;
         SensitivityScan.Result scan = null;
