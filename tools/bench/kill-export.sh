@@ -17,8 +17,8 @@ for share in 0.3 0.6 0.9; do
   sleep "$(echo "$T * $share" | bc)"
   pkill -9 -f -- "--out $out" ; wait 2>/dev/null
   left=$(du -sm "$out" 2>/dev/null | cut -f1)
-  groups=$(cat "$out"/.work/*.weights 2>/dev/null | grep -c '^c')
-  if [ ! -d "$out/.work" ] && [ -d "$out" ]; then echo "killed at $share: the export had finished"; continue; fi
+  groups=$(cat "$out"/.export/*.weights 2>/dev/null | grep -c '^c')
+  if [ ! -d "$out/.export" ] && [ -d "$out" ]; then echo "killed at $share: the export had finished"; continue; fi
   s=$(date +%s.%N); "$HF" export --model "$MODEL" "${FLAGS[@]}" --out "$out" > /dev/null 2>&1; rc=$?; e=$(date +%s.%N)
   digest "$out" > "$out.sha"
   same=$(cmp -s "$WORK/whole.sha" "$out.sha" && echo identical || echo DIFFERENT)

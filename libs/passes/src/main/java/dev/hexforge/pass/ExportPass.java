@@ -120,7 +120,7 @@ public final class ExportPass {
             MemoryPlan.require(MemoryPlan.streaming(Stage.EXPORT, ckpt.config()));
             warnings.addAll(ckpt.warnings());
             Tokenizer.check(model, ckpt.config().vocabSize()); // every export ships it
-            ExportRun run = ExportRun.open(out, key(model, o));
+            ExportRun run = ExportRun.open(out, outputDirs(model, o, out), key(model, o));
             try {
                 export(ckpt, model, o, out, run, outputs, warnings, progress);
             } catch (HexforgeException e) {
@@ -141,6 +141,12 @@ public final class ExportPass {
         Path dir() {
             return output.dir();
         }
+    }
+
+    /** The folders the export writes: {@code out}, or one in it per format for a quantized model in both. */
+    private static List<Path> outputDirs(Path model, Options o, Path out) {
+        return QuantizedCheckpoint.isQuantized(model) && o.format() == Format.BOTH
+                ? List.of(out.resolve(Format.QDQ.id()), out.resolve(Format.MATMULNBITS.id())) : List.of(out);
     }
 
     /** Raised when the rules that make an export's bytes change, so an older run's weight files are not continued. */
