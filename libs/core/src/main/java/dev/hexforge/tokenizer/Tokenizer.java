@@ -2,8 +2,9 @@ package dev.hexforge.tokenizer;
 
 import ai.djl.huggingface.tokenizers.Encoding;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -61,28 +62,63 @@ public final class Tokenizer implements AutoCloseable {
 
     /**
      * Checks the tokenizer a pass ships with a model before the pass writes anything: a {@code tokenizer.json} that is
-     * there must load, and every token id it defines (its vocabulary and added tokens) must be one of the model's
-     * {@code vocabSize} embeddings — a truncated file or another model's tokenizer would ship a model that cannot be
-     * prompted. A folder without one ships none, and is not refused here.
+     * there must be whole JSON with a vocabulary, and every token id it defines (its vocabulary and added tokens) must be
+     * one of the model's {@code vocabSize} embeddings — a truncated file or another model's tokenizer would ship a model
+     * that cannot be prompted. Read as a stream of JSON tokens (a tenth of a second for Qwen's 7 MB). A folder without
+     * one ships none, and is not refused here.
      */
     public static void check(Path dir, int vocabSize) {
         Path json = dir.resolve("tokenizer.json");
         if (!Files.isRegularFile(json)) {
             return;
         }
-        load(dir).close();
-        long top;
-        try {
-            JsonNode root = new ObjectMapper().readTree(json.toFile());
-            top = -1;
-            for (JsonNode id : root.path("model").path("vocab")) {
-                top = Math.max(top, id.asLong(-1));
+        long top = -1;
+        long vocab = 0;
+        try (JsonParser p = new JsonFactory().createParser(json.toFile())) {
+            if (p.nextToken() != JsonToken.START_OBJECT) {
+                throw new TokenizerException(json + ": not a tokenizer (a JSON object was expected)");
             }
-            for (JsonNode t : root.path("added_tokens")) {
-                top = Math.max(top, t.path("id").asLong(-1));
+            while (p.nextToken() == JsonToken.FIELD_NAME) {
+                String field = p.currentName();
+                JsonToken value = p.nextToken();
+                if (field.equals("model") && value == JsonToken.START_OBJECT) {
+                    while (p.nextToken() == JsonToken.FIELD_NAME) {
+                        String inner = p.currentName();
+                        JsonToken v = p.nextToken();
+                        if (inner.equals("vocab") && v == JsonToken.START_OBJECT) {
+                            while (p.nextToken() == JsonToken.FIELD_NAME) {
+                                p.nextToken();
+                                top = Math.max(top, p.getValueAsLong(-1));
+                                vocab++;
+                            }
+                        } else {
+                            p.skipChildren();
+                        }
+                    }
+                } else if (field.equals("added_tokens") && value == JsonToken.START_ARRAY) {
+                    while (p.nextToken() == JsonToken.START_OBJECT) {
+                        while (p.nextToken() == JsonToken.FIELD_NAME) {
+                            String inner = p.currentName();
+                            p.nextToken();
+                            if (inner.equals("id")) {
+                                top = Math.max(top, p.getValueAsLong(-1));
+                            } else {
+                                p.skipChildren();
+                            }
+                        }
+                    }
+                } else {
+                    p.skipChildren();
+                }
+            }
+            if (p.currentToken() != JsonToken.END_OBJECT || p.nextToken() != null) {
+                throw new TokenizerException(json + ": cannot load tokenizer: the JSON does not end where it should");
             }
         } catch (IOException e) {
-            throw new TokenizerException(json + ": cannot read: " + e.getMessage(), e);
+            throw new TokenizerException(json + ": cannot load tokenizer: " + e.getMessage(), e);
+        }
+        if (vocab == 0) {
+            throw new TokenizerException(json + ": cannot load tokenizer: it has no model.vocab");
         }
         if (top >= vocabSize) {
             throw new TokenizerException(json + " defines token id " + top + ", but config.json's vocab_size is " + vocabSize

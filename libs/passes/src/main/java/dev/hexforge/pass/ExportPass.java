@@ -27,7 +27,6 @@ import dev.hexforge.quant.QuantizedCheckpoint;
 import dev.hexforge.quant.QuantizedModel;
 import dev.hexforge.quant.onnx.MatMulNBitsFormat;
 import dev.hexforge.quant.onnx.QdqFormat;
-import dev.hexforge.resume.RunKey;
 import dev.hexforge.tokenizer.Tokenizer;
 
 import java.nio.file.Path;
@@ -120,12 +119,14 @@ public final class ExportPass {
             MemoryPlan.require(MemoryPlan.streaming(Stage.EXPORT, ckpt.config()));
             warnings.addAll(ckpt.warnings());
             Tokenizer.check(model, ckpt.config().vocabSize()); // every export ships it
-            ExportRun run = ExportRun.open(out, outputDirs(model, o, out), key(model, o));
+            ExportRun run = ExportRun.open(out, outputDirs(model, o, out), settings(model, o), () -> ModelDigest.of(model));
             try {
                 export(ckpt, model, o, out, run, outputs, warnings, progress);
             } catch (HexforgeException e) {
                 run.abandon();
                 throw e;
+            } finally {
+                run.awaitDigest(); // however the export ends, its key is whole before the caller goes on
             }
             run.finish();
         }
@@ -153,13 +154,12 @@ public final class ExportPass {
     private static final String RULES = "1";
 
     /**
-     * What decides the export's bytes: the model folder's weights, config, tokenizer and activation encodings, and
-     * every option.
+     * What decides the export's bytes but the model's weights (whose digest {@link ExportRun} adds): the folder's
+     * config, tokenizer and activation encodings, and every option.
      */
-    static RunKey key(Path model, Options o) {
+    static Map<String, String> settings(Path model, Options o) {
         Map<String, String> f = new LinkedHashMap<>();
         f.put("rules", RULES);
-        f.put("model", ModelDigest.of(model));
         List<String> side = new ArrayList<>(Checkpoint.SIDE_FILES);
         side.add(ActivationEncodings.FILE);
         f.put("side files", ModelDigest.ofFiles(model, side));
@@ -168,7 +168,7 @@ public final class ExportPass {
         f.put("accuracy level", Integer.toString(o.accuracyLevel()));
         f.put("encodings", Boolean.toString(o.encodings()));
         f.put("reference", Boolean.toString(o.reference()));
-        return new RunKey(f);
+        return f;
     }
 
     private static void export(Checkpoint ckpt, Path model, Options o, Path out, ExportRun run, List<Written> outputs,

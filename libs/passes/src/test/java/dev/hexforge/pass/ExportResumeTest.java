@@ -185,6 +185,21 @@ class ExportResumeTest {
     }
 
     @Test
+    void aRunKilledBeforeItKnewItsModelsDigestIsStartedOver() throws IOException {
+        ExportPass.Options o = new ExportPass.Options(ExportOptions.staticShapes(32, 64), ExportPass.Format.QDQ, 4, false, false);
+        Path whole = tmp.resolve("pending-whole");
+        int groups = reports(quantized, o, whole).size();
+        Path out = tmp.resolve("pending-killed");
+        assertThrows(Killed.class, () -> ExportPass.run(quantized, NonFinite.REFUSE, o, out, killAfter(groups / 2)));
+        Path key = out.resolve(ExportRun.WORK).resolve("run.json");
+        String k = Files.readString(key);
+        assertTrue(k.matches("(?s).*\"model\" : \"[0-9a-f]{64}\".*"), "the digest is in the key once known: " + k);
+        Files.writeString(key, k.replaceAll("\"model\" : \"[0-9a-f]{64}\"", "\"model\" : \"pending\""));
+        assertEquals(groups, reports(quantized, o, out).size(), "every group written again");
+        FolderContents.assertSameFiles(whole, out);
+    }
+
+    @Test
     void aRefusedExportLeavesNothingBehind() {
         Path out = tmp.resolve("refused");
         ExportPass.Options genie = new ExportPass.Options(new ExportOptions(Variant.GENIE, 64,
