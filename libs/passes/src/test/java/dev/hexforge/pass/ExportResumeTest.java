@@ -169,34 +169,42 @@ class ExportResumeTest {
         assertEquals(before.keySet(), FolderContents.files(out).keySet());
     }
 
+    /** A static QDQ export whole and one killed half way, in folders named for the case. */
+    record HalfWay(ExportPass.Options options, Path whole, Path killed, int groups) {
+        static HalfWay of(String name) {
+            ExportPass.Options o = new ExportPass.Options(ExportOptions.staticShapes(32, 64), ExportPass.Format.QDQ, 4, false, false);
+            Path whole = tmp.resolve(name + "-whole");
+            int groups = reports(quantized, o, whole).size();
+            Path out = tmp.resolve(name + "-killed");
+            assertThrows(Killed.class, () -> ExportPass.run(quantized, NonFinite.REFUSE, o, out, killAfter(groups / 2)));
+            return new HalfWay(o, whole, out, groups);
+        }
+
+        /** The same command again writes every group and the whole run's files. */
+        void startsOver() throws IOException {
+            assertEquals(groups, reports(quantized, options, killed).size(), "every group written again");
+            FolderContents.assertSameFiles(whole, killed);
+        }
+    }
+
     @Test
     void aWeightFileShorterThanItsJournalIsWrittenAgainFromItsStart() throws IOException {
-        ExportPass.Options o = new ExportPass.Options(ExportOptions.staticShapes(32, 64), ExportPass.Format.QDQ, 4, false, false);
-        Path whole = tmp.resolve("short-whole");
-        int groups = reports(quantized, o, whole).size();
-        Path out = tmp.resolve("short-killed");
-        assertThrows(Killed.class, () -> ExportPass.run(quantized, NonFinite.REFUSE, o, out, killAfter(groups / 2)));
-        Path data = out.resolve("onnx").resolve(DecoderExporter.WEIGHTS);
-        try (var ch = java.nio.channels.FileChannel.open(data, StandardOpenOption.WRITE)) {
+        HalfWay h = HalfWay.of("short");
+        try (var ch = java.nio.channels.FileChannel.open(h.killed().resolve("onnx").resolve(DecoderExporter.WEIGHTS),
+                StandardOpenOption.WRITE)) {
             ch.truncate(100);
         }
-        assertEquals(groups, reports(quantized, o, out).size(), "every group written again");
-        FolderContents.assertSameFiles(whole, out);
+        h.startsOver();
     }
 
     @Test
     void aRunKilledBeforeItKnewItsModelsDigestIsStartedOver() throws IOException {
-        ExportPass.Options o = new ExportPass.Options(ExportOptions.staticShapes(32, 64), ExportPass.Format.QDQ, 4, false, false);
-        Path whole = tmp.resolve("pending-whole");
-        int groups = reports(quantized, o, whole).size();
-        Path out = tmp.resolve("pending-killed");
-        assertThrows(Killed.class, () -> ExportPass.run(quantized, NonFinite.REFUSE, o, out, killAfter(groups / 2)));
-        Path key = out.resolve(ExportRun.WORK).resolve("run.json");
+        HalfWay h = HalfWay.of("pending");
+        Path key = h.killed().resolve(ExportRun.WORK).resolve("run.json");
         String k = Files.readString(key);
         assertTrue(k.matches("(?s).*\"model\" : \"[0-9a-f]{64}\".*"), "the digest is in the key once known: " + k);
         Files.writeString(key, k.replaceAll("\"model\" : \"[0-9a-f]{64}\"", "\"model\" : \"pending\""));
-        assertEquals(groups, reports(quantized, o, out).size(), "every group written again");
-        FolderContents.assertSameFiles(whole, out);
+        h.startsOver();
     }
 
     @Test
