@@ -118,7 +118,7 @@ public final class DecoderWeights {
     /**
      * The weights as a pass that reads them again and again (training) holds them: a bf16 checkpoint's matrices
      * mapped while they take at most {@link #MAPPED_LIMIT} (the 1.5B shape's 3.1 GB; read in place, a 0.5B training
-     * step is 6% faster than through a read buffer), read from the files as used above it (a mapping's touched pages
+     * step is 7% faster than through a read buffer), read from the files as used above it (a mapping's touched pages
      * count in the process's resident memory: an 8B model's 16 GB after one step, next to its activations). Usable
      * while the checkpoint is open.
      */

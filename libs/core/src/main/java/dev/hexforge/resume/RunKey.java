@@ -13,11 +13,11 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.HexFormat;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.function.Function;
 
 /**
@@ -34,8 +34,8 @@ public record RunKey(Map<String, String> fields) {
 
     /** The settings and inputs that differ, each as "name: X in the interrupted run, Y now" (empty when equal). */
     public List<String> differences(RunKey now) {
-        Set<String> names = new LinkedHashSet<>(new TreeMap<>(fields).keySet());
-        names.addAll(new TreeMap<>(now.fields).keySet());
+        Set<String> names = new TreeSet<>(fields.keySet());
+        names.addAll(now.fields.keySet());
         List<String> out = new ArrayList<>();
         for (String n : names) {
             String then = fields.getOrDefault(n, "(none)");

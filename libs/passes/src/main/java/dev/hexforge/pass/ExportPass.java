@@ -144,10 +144,19 @@ public final class ExportPass {
         }
     }
 
-    /** The folders the export writes: {@code out}, or one in it per format for a quantized model in both. */
+    /** The formats a quantized model is written in, in order (QDQ first). */
+    private static List<Format> formats(Options o) {
+        return o.format() == Format.BOTH ? List.of(Format.QDQ, Format.MATMULNBITS) : List.of(o.format());
+    }
+
+    /** The folder of a quantized model's export in {@code f}: {@code out}, or one in it per format when both are written. */
+    private static Path dir(Path out, Options o, Format f) {
+        return formats(o).size() == 1 ? out : out.resolve(f.id());
+    }
+
+    /** The folders the export writes. */
     private static List<Path> outputDirs(Path model, Options o, Path out) {
-        return QuantizedCheckpoint.isQuantized(model) && o.format() == Format.BOTH
-                ? List.of(out.resolve(Format.QDQ.id()), out.resolve(Format.MATMULNBITS.id())) : List.of(out);
+        return QuantizedCheckpoint.isQuantized(model) ? formats(o).stream().map(f -> dir(out, o, f)).toList() : List.of(out);
     }
 
     /** Raised when the rules that make an export's bytes change, so an older run's weight files are not continued. */
@@ -185,10 +194,10 @@ public final class ExportPass {
             // the quantize pass's calibrated activation ranges: a static QDQ export is then fully quantized
             act = o.export().variant().fixedShapes()
                     ? ActivationEncodings.read(model.resolve(ActivationEncodings.FILE)) : null;
-            List<Format> formats = o.format() == Format.BOTH ? List.of(Format.QDQ, Format.MATMULNBITS) : List.of(o.format());
+            List<Format> formats = formats(o);
             for (int i = 0; i < formats.size(); i++) {
                 Format f = formats.get(i);
-                Path dir = formats.size() == 1 ? out : out.resolve(f.id());
+                Path dir = dir(out, o, f);
                 LinearFormat lf = f == Format.QDQ ? new QdqFormat(qm) : new MatMulNBitsFormat(qm, o.accuracyLevel());
                 int part = i;
                 ExportInfo info = DecoderExporter.exportInto(ckpt, dir, o.export(), lf, f == Format.QDQ ? act : null,

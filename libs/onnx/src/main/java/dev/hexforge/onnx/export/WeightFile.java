@@ -41,6 +41,22 @@ public final class WeightFile {
     private static final String ROPE = "rope";
     private static final int PIECE_ELEMENTS = 1 << 19;
 
+    private final Map<String, Stored> stored = new LinkedHashMap<>();
+    private final List<Stored> uncommitted = new ArrayList<>();
+    private final Set<String> resumed = new HashSet<>();
+    private final WeightJournal journal;
+    private final Progress progress;
+    /** Each checkpoint tensor's float32 size, what progress counts in. */
+    private final Map<String, Long> floatBytes = new HashMap<>();
+    private ExternalDataWriter writer;
+    private long total;
+    private long done;
+
+    private WeightFile(WeightJournal journal, Progress progress) {
+        this.journal = journal;
+        this.progress = progress;
+    }
+
     /** A tensor stored in the external-data file. */
     public record Stored(String name, DataType type, long[] shape, ExternalDataWriter.Location location) {
     }
@@ -76,22 +92,6 @@ public final class WeightFile {
     private void reportDone(String group) {
         done += floatBytes.getOrDefault(group, 0L);
         progress.update("weights", done, total);
-    }
-
-    private final Map<String, Stored> stored = new LinkedHashMap<>();
-    private final List<Stored> uncommitted = new ArrayList<>();
-    private final Set<String> resumed = new HashSet<>();
-    private final WeightJournal journal;
-    private ExternalDataWriter writer;
-
-    private final Progress progress;
-    private final Map<String, Long> floatBytes = new HashMap<>();
-    private long total;
-    private long done;
-
-    private WeightFile(WeightJournal journal, Progress progress) {
-        this.journal = journal;
-        this.progress = progress;
     }
 
     public Map<String, Stored> stored() {
@@ -149,14 +149,11 @@ public final class WeightFile {
         try (ExternalDataWriter out = writer; Widener widener = new Widener(out)) {
             for (Map.Entry<String, long[]> e : ckpt.tensors().entrySet()) {
                 String name = e.getKey();
-                if (format.handles(name)) {
-                    continue;
+                if (format.handles(name) || wf.done(name)) {
+                    continue; // the format writes it, or the run this one continues did
                 }
                 SafetensorsFile file = ckpt.store().file(name);
                 TensorInfo info = file.info(name);
-                if (wf.done(name)) {
-                    continue;
-                }
                 float[] replaced = format.replacedFloatTensors().get(name);
                 ExternalDataWriter.Location loc = replaced != null ? out.write(floats(replaced))
                         : info.dtype() == DType.F32
