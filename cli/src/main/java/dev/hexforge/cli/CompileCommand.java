@@ -51,7 +51,7 @@ final class CompileCommand implements Callable<Integer> {
             r.report().forEach(j::put);
             j.print();
         } else {
-            System.out.printf("compiled %s for %s (%s) into %s in %.1fs%n", model.getFileName(), target, soc, out,
+            System.out.printf("compiled %s for %s (%s) into %s in %.1fs%n", model.getFileName(), r.report().get("target"), r.report().get("soc"), out,
                     ((Number) r.report().get("seconds")).doubleValue());
         }
         return 0;

@@ -4,8 +4,13 @@ import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.pass.ExportPass;
 import picocli.CommandLine.Option;
 
-/** The export pass's options, as {@code export} and {@code quantize} both take them (defaults from the job spec). */
+/**
+ * The export pass's options, as {@code export}, {@code quantize} and {@code convert} take them (defaults from the job
+ * spec, and from {@code --target} where it is given: the layout and precision the target needs).
+ */
 final class ExportFlags {
+    @Option(names = "--target", descriptionKey = "compile.target")
+    String target;
     @Option(names = "--variant", descriptionKey = "export.variant")
     String variant;
     @Option(names = "--seq", descriptionKey = "export.seq")
@@ -20,15 +25,12 @@ final class ExportFlags {
     String format;
     @Option(names = "--accuracy-level", descriptionKey = "quantize.accuracyLevel")
     int accuracyLevel;
-    @Option(names = "--encodings", description = "write the QNN converter's quantization overrides (encodings.json) into the "
-            + "QDQ export; only per-channel specs (--group 0) can be expressed")
-    boolean encodings;
     @Option(names = "--reference", description = "write reference.json: the host's answers a device runner checks its run "
             + "against (the Java float forward over the model; a job with a benchmark stage writes it)")
     boolean reference;
 
-    /** The export pass's options for {@code spec} (the command's flags as a job spec), with the CLI's own --encodings and --reference. */
+    /** The export pass's options for {@code spec} (the command's flags as a job spec), with the CLI's own --reference. */
     ExportPass.Options options(JobSpec spec) {
-        return ExportPass.options(spec).orAsked(encodings, reference);
+        return ExportPass.options(spec).orAsked(reference);
     }
 }

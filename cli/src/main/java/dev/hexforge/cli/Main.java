@@ -7,7 +7,7 @@ import picocli.CommandLine;
 /** The {@code hexforge} command line. */
 @Command(name = "hexforge", mixinStandardHelpOptions = true, version = "hexforge 0.1.0",
         description = "Turn Hugging Face LLMs into signed, benchmarked models for the Hexagon NPU.",
-        subcommands = {JobCommands.Submit.class, JobCommands.Watch.class, JobCommands.Show.class, UploadCommand.class, DownloadCommand.class, TokenCommands.class, DeviceCommands.class, ExportCommand.class, QuantizeCommand.class, CompileCommand.class, FinetuneCommand.class, MergeCommand.class, SignCommand.class, VerifyCommand.class, KeygenCommand.class, GenerateCommand.class, EvalCommand.class, CheckQnnCommand.class, DoctorCommand.class, SocsCommand.class,
+        subcommands = {JobCommands.Submit.class, JobCommands.Watch.class, JobCommands.Show.class, UploadCommand.class, DownloadCommand.class, TokenCommands.class, DeviceCommands.class, ConvertCommand.class, ExportCommand.class, QuantizeCommand.class, CompileCommand.class, FinetuneCommand.class, MergeCommand.class, SignCommand.class, VerifyCommand.class, KeygenCommand.class, GenerateCommand.class, EvalCommand.class, CheckQnnCommand.class, DoctorCommand.class, SocsCommand.class,
                 SynthCommand.class, BenchCommand.class, CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
 
@@ -29,9 +29,10 @@ public final class Main implements Runnable {
             if (Stop.signal() != null) {
                 return 1; // stopped on purpose: main says so in one line
             }
-            cmd.getErr().println("hexforge: error: " + describe(ex));
+            // the passes name settings by their job-spec fields; here they are the flags that set them
+            cmd.getErr().println("hexforge: error: " + FlagNames.translate(describe(ex), cmd.getCommandSpec()));
             if (ex instanceof HexforgeException h) {
-                cmd.getErr().println("hexforge: " + h.code() + ": " + h.hint());
+                cmd.getErr().println("hexforge: " + h.code() + ": " + FlagNames.translate(h.hint(), cmd.getCommandSpec()));
             }
             if (Boolean.getBoolean("hexforge.debug")) {
                 ex.printStackTrace(cmd.getErr());

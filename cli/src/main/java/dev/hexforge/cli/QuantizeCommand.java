@@ -1,21 +1,14 @@
 package dev.hexforge.cli;
 
-import dev.hexforge.checkpoint.NonFinite;
-import dev.hexforge.client.GatewayClient;
 import dev.hexforge.contracts.JobSpec;
-import dev.hexforge.io.Folders;
 import dev.hexforge.pass.ExportPass;
 import dev.hexforge.pass.QuantizePass;
-import dev.hexforge.quant.BundledData;
 import dev.hexforge.quant.QuantizationReport;
-import dev.hexforge.quant.QuantizeOptions;
 import dev.hexforge.quant.QuantizePipeline;
-import dev.hexforge.quant.gptq.Gptq;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -89,24 +82,9 @@ final class QuantizeCommand implements Callable<Integer> {
         // the flags as the job spec of a quantize + export job: the passes map it as they map a fleet job's
         JobSpec job = SpecOptions.spec(spec, List.of("quantize", "export"), sym || asym ? Map.of("quantize.symmetric", sym) : Map.of());
         ExportPass.Options export = exportFlags.options(job);
-        Path bundled = Files.createTempDirectory("hexforge-bundled");
-        QuantizePipeline.Result r;
-        ExportPass.Result exported = null;
-        try (ProgressBar bar = new ProgressBar("quantize")) {
-            Path calibration = calib != null ? calib : BundledData.calibration(bundled);
-            // and what only the CLI sets: the sampling seed, GPTQ's column order, the scored window
-            QuantizeOptions opt = QuantizePass.options(job, calibration, eval != null ? eval : BundledData.evalText(bundled),
-                    GatewayClient.stateFolder().resolve("cache")).withCalibrationSeed(seed)
-                    .withGptq(Gptq.Options.defaults().withActOrder(actOrder)).withEvalWindow(window);
-            r = QuantizePass.run(model, NonFinite.allowedIf(job.allowNonFinite()), opt, out, (what, done, total) -> bar.update(what, done, 2 * total));
-            if (r.passed()) {
-                exported = ExportPass.run(r.checkpoint(), NonFinite.allowedIf(job.allowNonFinite()), export, export.format() == ExportPass.Format.BOTH ? out : out.resolve("onnx-model"),
-                        (what, done, total) -> bar.update(what, total + done, 2 * total));
-            }
-            bar.finish();
-        } finally {
-            Folders.deleteQuietly(bundled);
-        }
+        QuantizeRun.Result done = new QuantizeRun(calib, eval, seed, actOrder, window).run(job, export, model, out);
+        QuantizePipeline.Result r = done.quantized();
+        ExportPass.Result exported = done.exported();
         List<Path> outputs = exported == null ? List.of() : exported.outputs().stream().map(ExportPass.Output::dir).toList();
         QuantizationReport rep = r.report();
         rep.warnings().forEach(w -> System.err.println("warning: " + w));

@@ -8,6 +8,7 @@ import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.JobSpecReader;
 import dev.hexforge.contracts.JobSpecSchema;
 import dev.hexforge.contracts.Problem;
+import dev.hexforge.contracts.TargetSettings;
 import picocli.CommandLine;
 import picocli.CommandLine.Model.ArgSpec;
 import picocli.CommandLine.Model.CommandSpec;
@@ -60,9 +61,10 @@ final class SpecOptions implements CommandLine.IDefaultValueProvider {
     }
 
     /**
-     * The job spec the command's keyed options say, for a job of {@code stages}, with {@code extra} values at their
-     * dotted paths (settings a flag gives in another form, such as --sym): the document a job with the same settings
-     * would carry, validated and with every default filled in, so the pass's own {@code options(JobSpec)} maps it. A
+     * The job spec the command's keyed options given on its line say, for a job of {@code stages} (none: the job
+     * spec's, or what the target decides), with {@code extra} values at their dotted paths (settings a flag gives in
+     * another form, such as --sym): the document a job with the same settings would carry, validated and with what
+     * its target decides and every default filled in, so the pass's own {@code options(JobSpec)} maps it. A
      * refused value is an error naming the option where one gave it ({@code --bits: must be between 2 and 8, got 9}),
      * as the server names the field of a job spec.
      */
@@ -82,6 +84,28 @@ final class SpecOptions implements CommandLine.IDefaultValueProvider {
         }
     }
 
+    /**
+     * What the command's target decides that its flags leave out ({@link TargetSettings}): the settings {@link #spec}
+     * fills in beyond the declared defaults.
+     */
+    static List<TargetSettings.Derived> derived(CommandSpec command, List<String> stages, Map<String, Object> extra) {
+        return TargetSettings.derived(document(command, stages, extra, new LinkedHashMap<>()));
+    }
+
+    /** The option a job-spec field is given by on this command, if it was given on the command line. */
+    static OptionSpec given(CommandSpec command, String field) {
+        return command.options().stream().filter(o -> field.equals(o.descriptionKey()) && matched(command, o)).findFirst().orElse(null);
+    }
+
+    /**
+     * The options given on the command line; the rest are left to the job spec, as a job that leaves them out, so
+     * what the target decides fills them and a default is never mistaken for a choice.
+     */
+    private static boolean matched(CommandSpec command, OptionSpec o) {
+        CommandLine.ParseResult parsed = command.commandLine() == null ? null : command.commandLine().getParseResult();
+        return parsed == null || parsed.hasMatchedOption(o);
+    }
+
     private static ObjectNode document(CommandSpec command, List<String> stages, Map<String, Object> extra, Map<String, String> flags) {
         ObjectNode doc = JsonNodeFactory.instance.objectNode();
         doc.put("model", "/model");
@@ -89,7 +113,7 @@ final class SpecOptions implements CommandLine.IDefaultValueProvider {
             stages.forEach(doc.putArray("stages")::add);
         }
         for (OptionSpec o : command.options()) {
-            if (field(o) == null || o.getValue() == null) {
+            if (field(o) == null || o.getValue() == null || !matched(command, o)) {
                 continue;
             }
             put(doc, o.descriptionKey(), o.getValue());

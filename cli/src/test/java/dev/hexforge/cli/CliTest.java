@@ -211,7 +211,7 @@ class CliTest {
     @Test
     void aStaticQuantizeIsW8a16ByDefaultEveryActivationQuantizedAndFloatActivationsAreAskedFor() throws Exception {
         Path full = tmp.resolve("w8a16");
-        Run r = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--out", full.toString(), "--encodings", "--json");
+        Run r = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--out", full.toString(), "--json");
         assertEquals(0, r.exit(), r.err());
         assertEquals("w8a16", r.json().path("precision").asText());
         assertTrue(r.json().path("full_delta_perplexity").asDouble() < 0.5, r.out());
@@ -250,6 +250,68 @@ class CliTest {
     }
 
     @Test
+    void convertTakesTheTargetsSettingsSaysWhereEachCameFromAndSignsTheBundle() throws Exception {
+        Path sdk = dev.hexforge.compile.QnnToolStandIn.install(tmp.resolve("qnn-sdk")); // TEST DOUBLE of the QNN SDK's tools
+        Path priv = tmp.resolve("convert-key.pem");
+        Path pub = tmp.resolve("convert-key.pub.pem");
+        assertEquals(0, run("keygen", "--private", priv.toString(), "--public", pub.toString()).exit());
+        String model = Fixtures.qwen2Tiny().toString();
+        Path out = tmp.resolve("convert-genie");
+        Run r = run("convert", "--model", model, "--target", "genie", "--soc", "SM8650", "--bits", "4", "--qnn-sdk", sdk.toString(),
+                "--key", priv.toString(), "--out", out.toString(), "--json");
+        assertEquals(0, r.exit(), r.err());
+        JsonNode s = r.json().path("settings");
+        assertEquals("genie", s.path("export.variant").path("value").asText(), s.toString());
+        assertTrue(s.path("export.variant").path("source").asText().startsWith("from the target: Genie's graph layout"), s.toString());
+        assertEquals("0 (per channel)", s.path("quantize.group").path("value").asText(), "not 128, the 4-bit default");
+        assertEquals("--bits", s.path("quantize.bits").path("source").asText());
+        assertEquals("default", s.path("quantize.method").path("source").asText());
+        assertEquals("quantize, export, compile, sign", s.path("stages").path("value").asText());
+        assertEquals(List.of(out.resolve("bundle").toString()), List.of(r.json().path("outputs").get(0).asText()));
+        assertEquals("w4a16", r.json().path("bundle").path("precision").asText(), r.json().path("bundle").toString());
+        assertTrue(Files.isRegularFile(out.resolve("bundle/genie_config.json")));
+        Run verified = run("verify", "--key", pub.toString(), "--provenance", out.resolve("bundle").toString());
+        assertEquals(0, verified.exit(), verified.out() + verified.err());
+
+        Path cpu = tmp.resolve("convert-cpu");
+        Run c = run("convert", "--model", model, "--target", "ort-cpu", "--bits", "4", "--out", cpu.toString(), "--json");
+        assertEquals(0, c.exit(), c.err());
+        assertEquals("DYNAMIC", JSON.readTree(cpu.resolve("onnx-model/export.json").toFile()).path("variant").asText());
+        assertEquals("auto: float", c.json().path("settings").path("quantize.activations").path("value").asText(),
+                "no NPU work for a CPU target");
+        assertTrue(c.json().path("full_perplexity").isNull(), "no fully quantized graph scored: " + c.out());
+        assertFalse(c.json().path("signed").asBoolean());
+
+        // what the target cannot take, a missing SDK and an unknown SoC are refused before any work, in flags
+        Run grouped = run("convert", "--model", model, "--target", "genie", "--bits", "4", "--group", "128", "--qnn-sdk",
+                sdk.toString(), "--out", tmp.resolve("c-grouped").toString());
+        assertEquals(1, grouped.exit());
+        assertTrue(grouped.err().contains("--group: --target genie takes weights per channel (--group 0), not in groups of 128"),
+                grouped.err());
+        Run noSdk = run("convert", "--model", model, "--target", "genie", "--qnn-sdk", tmp.resolve("c-none").resolve("sdk").toString(),
+                "--soc", "SM1234", "--out", tmp.resolve("c-soc").toString());
+        assertEquals(1, noSdk.exit());
+        assertTrue(noSdk.err().contains("unknown soc 'SM1234' and no --htp-arch given"), noSdk.err());
+        Run noTarget = run("convert", "--model", model, "--out", tmp.resolve("c-none").toString());
+        assertEquals(2, noTarget.exit(), "a usage error");
+        for (String dir : List.of("c-grouped", "c-soc", "c-none")) {
+            assertFalse(Files.exists(tmp.resolve(dir)), dir);
+        }
+
+        // the steps one at a time: an error names the flag that fixes it, on the command that takes it
+        Run wrongLayout = run("compile", "--model", tmp.resolve("static").toString(), "--target", "genie", "--qnn-sdk",
+                sdk.toString(), "--out", tmp.resolve("c-layout").toString());
+        assertEquals(1, wrongLayout.exit());
+        assertTrue(wrongLayout.err().contains("export again with --variant genie (hexforge convert, export, quantize), or quantize "
+                + "with --target genie"), wrongLayout.err());
+        // a CPU format without a target calibrates nothing, so float linears beside it are no conflict
+        Run cpuFormat = run("quantize", "--model", model, "--bits", "4", "--format", "matmulnbits", "--head", "keep", "--out",
+                tmp.resolve("q-cpu").toString(), "--json");
+        assertEquals(0, cpuFormat.exit(), cpuFormat.err());
+        assertTrue(cpuFormat.json().path("precision").isNull(), cpuFormat.out());
+    }
+
+    @Test
     void synthWritesALoadableCheckpoint() throws Exception {
         Path out = tmp.resolve("synth");
         Run r = run("synth", "--preset", "tiny", "--dtype", "bf16", "--arch", "llama", "--untied", "--seed", "3",
@@ -270,7 +332,7 @@ class CliTest {
         Files.writeString(text, Files.readString(Fixtures.root().resolve("corpus/eval_en.txt")).substring(0, 8000));
         Path ok = tmp.resolve("q8");
         Run r = run("quantize", "--model", Fixtures.qwen2Tiny().toString(), "--bits", "8", "--format", "both", "--variant", "dynamic",
-                "--eval", text.toString(), "--encodings", "--out", ok.toString(), "--json");
+                "--eval", text.toString(), "--out", ok.toString(), "--json");
         assertEquals(0, r.exit(), r.err());
         assertTrue(r.json().path("gate_passed").asBoolean());
         assertTrue(r.json().path("delta_perplexity").asDouble() < 0.5);
@@ -278,8 +340,7 @@ class CliTest {
         assertTrue(Files.isRegularFile(ok.resolve("matmulnbits/onnx/model.onnx")));
         JsonNode report = JSON.readTree(ok.resolve("quantization_report.json").toFile());
         assertEquals(28 + 1, report.path("layers").size(), "the linears and the tied embedding");
-        assertEquals("0.5.0", JSON.readTree(ok.resolve("qdq/encodings.json").toFile()).path("version").asText(),
-                "QNN quantization overrides for the per-channel spec, asked for with --encodings");
+        assertFalse(Files.exists(ok.resolve("qdq/encodings.json")), "a dynamic export is no input of the QNN converter");
         assertFalse(Files.exists(ok.resolve("matmulnbits/encodings.json")), "a CPU export carries no QNN overrides");
         assertTrue(Files.isRegularFile(ok.resolve("checkpoint/hexforge_quant.json")), "the quantized checkpoint the export read");
         assertFalse(Files.exists(ok.resolve("qdq/reference.json")), "no device reference unless asked (--reference), as in a job "

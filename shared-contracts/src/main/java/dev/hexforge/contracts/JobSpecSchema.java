@@ -94,7 +94,7 @@ public final class JobSpecSchema {
                     number("maxDeltaPpl", 0.5, 0, 1e9, "Gate: largest allowed perplexity rise."),
                     oneOf("activations", JobSpec.Quantize.DEFAULT_ACTIVATIONS, "The static graph's activations: 16 (uint16, "
                             + "the HTP's w8a16 / w4a16), 8 (uint8: w8a8), float (weights only: the HTP would run it in fp16); "
-                            + "auto is 16 for a static export and float for a dynamic one. Quantized activations are "
+                            + "auto is 16 for a static QDQ export and float for a dynamic or a MatMulNBits (CPU) one. Quantized activations are "
                             + "calibrated on quantize.calibration and gated on the fully quantized graph.",
                             "auto", "16", "8", "float"),
                     integerOneOf("kvBits", 8, "KV cache bits when activations are quantized: 8 (as AI Hub ships) or 16.", 8, 16),
@@ -113,8 +113,11 @@ public final class JobSpecSchema {
                             "The most weights one NPU graph holds, in MiB (the HTP's limit is 2048): a static or Genie export over it is cut by layers into parts; lower gives more, smaller parts.")),
             object("compile", "NPU compilation.",
                     oneOf("target", "ort-qnn", "ort-qnn, qnn-context-binary, qnn-model-lib or genie (a Genie bundle: one weight-shared "
-                            + "context binary per part and genie_config.json; needs export.variant: genie). All but ort-qnn run the QNN SDK's tools.",
-                            "ort-qnn", "qnn-context-binary", "qnn-model-lib", "genie"),
+                            + "context binary per part and genie_config.json). All but ort-qnn run the QNN SDK's tools. ort-cpu is "
+                            + "the CPU's: a MatMulNBits export with nothing to compile. A job that names a target and leaves out "
+                            + "stages, export.variant, quantize.format, quantize.group or quantize.activations gets the ones the "
+                            + "target needs.",
+                            "ort-qnn", "qnn-context-binary", "qnn-model-lib", "genie", "ort-cpu"),
                     matching("soc", "SM8650", "[A-Za-z0-9_-]{1,32}", 32, "Target chipset (e.g. SM8650 = Snapdragon 8 Gen 3)."),
                     integer("htpArch", 0, 0, 99, "Hexagon HTP architecture; 0 takes it from the SoC (v75 for SM8650), give it for a SoC Hexforge does not know."),
                     object("sampler", "How a Genie bundle samples (its genie_config.json).",
@@ -173,14 +176,21 @@ public final class JobSpecSchema {
         return f;
     }
 
-    /** Checks a document; returns it with every default filled in, or throws with every problem found. */
+    /**
+     * Checks a document; returns it with what its target decides ({@link TargetSettings}) and every default filled in,
+     * or throws with every problem found.
+     */
     public static ObjectNode validate(JsonNode doc) {
         List<Problem> problems = new ArrayList<>();
         if (doc == null || !doc.isObject()) {
             throw new InvalidJobSpecException(List.of(new Problem("", "a job spec must be an object")));
         }
-        ObjectNode filled = checkObject(ROOT, doc, "", problems);
+        ObjectNode submitted = ((ObjectNode) doc).deepCopy();
+        List<Problem> targetProblems = new ArrayList<>();
+        TargetSettings.apply(submitted, targetProblems);
+        ObjectNode filled = checkObject(ROOT, submitted, "", problems);
         if (problems.isEmpty()) {
+            problems.addAll(targetProblems);
             crossChecks(filled, problems);
         }
         if (!problems.isEmpty()) {
@@ -414,14 +424,6 @@ public final class JobSpecSchema {
         }
         String variant = s.path("export").path("variant").asText();
         String target = s.path("compile").path("target").asText();
-        if (stages.contains(Stage.COMPILE) && "dynamic".equals(variant)) {
-            problems.add(new Problem("export.variant", "compile needs the static variant (the NPU runs fixed shapes)"));
-        } else if (stages.contains(Stage.COMPILE) && "genie".equals(target) && !"genie".equals(variant)) {
-            problems.add(new Problem("export.variant", "compile.target genie needs export.variant: genie (Genie's graph layout)"));
-        } else if (stages.contains(Stage.COMPILE) && !"genie".equals(target) && "genie".equals(variant)) {
-            problems.add(new Problem("export.variant", "compile.target " + target + " needs export.variant: static (genie is "
-                    + "the layout of compile.target genie)"));
-        }
         if (stages.contains(Stage.BENCHMARK)) {
             List<String> backends = new ArrayList<>();
             s.path("benchmark").path("backends").forEach(b -> backends.add(b.asText()));
@@ -452,11 +454,12 @@ public final class JobSpecSchema {
         JsonNode q = s.path("quantize");
         String activations = q.path("activations").asText();
         boolean quantizedActivations = activations.equals("16") || activations.equals("8")
-                || activations.equals("auto") && !"dynamic".equals(variant);
+                || activations.equals("auto") && !"dynamic".equals(variant) && !"matmulnbits".equals(q.path("format").asText());
         if (stages.contains(Stage.QUANTIZE) && quantizedActivations) {
             // the HTP runs no float op beside quantized activations (the quantize pass refuses the same)
             String why = " cannot run beside quantized activations on the HTP (quantize.activations: " + activations
-                    + (activations.equals("auto") ? ", 16 for an NPU export" : "") + "); or set quantize.activations: float";
+                    + (activations.equals("auto") ? ", 16 for an NPU export" : "") + "); or set quantize.activations: float, "
+                    + "or quantize.format: matmulnbits for the CPU";
             if ("keep".equals(q.path("head").asText())) {
                 problems.add(new Problem("quantize.head", "keep: a float embedding and LM head" + why));
             }

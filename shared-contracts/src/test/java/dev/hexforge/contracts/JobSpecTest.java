@@ -173,7 +173,7 @@ class JobSpecTest {
                 + "\"finetune\": {\"data\": \"d.json\"}}").stageList().size());
         assertTrue(String.join("", problems("{\"model\": {\"path\": \"a\"}, \"stages\": [\"finetune\"]}")).contains("finetune.data: is required"));
         assertTrue(String.join("", problems("{\"model\": {\"path\": \"a\"}, \"stages\": [\"export\", \"compile\"], \"export\": {\"variant\": \"dynamic\"}}"))
-                .contains("compile needs the static variant"));
+                .contains("compile.target ort-qnn needs export.variant: static (the NPU runs fixed shapes), not dynamic"));
         assertTrue(String.join("", problems("{\"model\": {\"path\": \"a\"}, \"stages\": [\"quantize\"], \"quantize\": {\"bits\": 3, \"format\": \"matmulnbits\"}}"))
                 .contains("matmulnbits takes 4 or 8 bits"));
         assertTrue(String.join("", problems("{\"model\": {\"path\": \"a\"}, \"export\": {\"seq\": 512, \"ctx\": 512}}"))
@@ -249,8 +249,9 @@ class JobSpecTest {
         assertTrue(String.join("", problems("model: m\nexport: {maxGraphMb: 4096}\n")).contains("export.maxGraphMb"));
         JobSpec stored = ContractsJson.read(ContractsJson.write(s), JobSpec.class);
         assertEquals(s, stored, "a stored spec reads back the same");
-        String wrongLayout = String.join("\n", problems("model: m\nstages: [export, compile]\ncompile: {target: genie}\n"));
-        assertTrue(wrongLayout.contains("export.variant") && wrongLayout.contains("needs export.variant: genie"), wrongLayout);
+        String wrongLayout = String.join("\n", problems("model: m\nstages: [export, compile]\nexport: {variant: static}\n"
+                + "compile: {target: genie}\n"));
+        assertTrue(wrongLayout.contains("export.variant: compile.target genie needs export.variant: genie"), wrongLayout);
         String otherTarget = String.join("\n", problems("model: m\nstages: [export, compile]\nexport: {variant: genie, seq: 64}\n"));
         assertTrue(otherTarget.contains("compile.target ort-qnn needs export.variant: static"), otherTarget);
         String shapes = String.join("\n", problems("model: m\nexport: {variant: genie, seq: 32, ctx: 256}\n"));
@@ -265,6 +266,47 @@ class JobSpecTest {
         String sampler = String.join("\n", problems("model: m\ncompile: {sampler: {topP: 0, seed: -1, colour: red}}\n"));
         assertTrue(sampler.contains("compile.sampler.topP") && sampler.contains("compile.sampler.seed")
                 && sampler.contains("compile.sampler.colour"), sampler);
+    }
+
+    @Test
+    void aTargetDecidesWhatAJobLeavesOut() {
+        JobSpec genie = JobSpecReader.read("model: m\ncompile: {target: genie, soc: SM8750}\nquantize: {bits: 4}\n");
+        assertEquals(List.of("quantize", "export", "compile", "sign"), genie.stages());
+        assertEquals("genie", genie.export().variant());
+        assertEquals(0, genie.quantize().groupOrDefault(), "the QNN converter's encodings are per channel");
+        assertEquals("16", genie.quantize().activations());
+        assertEquals("qdq", genie.quantize().format());
+        List<TargetSettings.Derived> why = TargetSettings.derived(ContractsJson.MAPPER.valueToTree(
+                java.util.Map.of("model", "m", "compile", java.util.Map.of("target", "genie"))));
+        assertEquals(List.of("stages", "export.variant", "quantize.format", "quantize.activations", "quantize.group"),
+                why.stream().map(TargetSettings.Derived::field).toList());
+        assertTrue(why.get(1).because().contains("Genie's graph layout"), why.toString());
+
+        JobSpec cpu = JobSpecReader.read("model: m\ncompile: {target: ort-cpu}\nquantize: {bits: 4, head: keep}\n");
+        assertEquals(List.of("quantize", "export", "sign"), cpu.stages(), "nothing to compile for the CPU");
+        assertEquals("dynamic", cpu.export().variant());
+        assertEquals("matmulnbits", cpu.quantize().format());
+        assertEquals("auto", cpu.quantize().activations(), "auto: float for a CPU export");
+
+        JobSpec given = JobSpecReader.read("model: m\ncompile: {target: qnn-context-binary}\nexport: {ctx: 1024}\nstages: [quantize, export, compile]\n");
+        assertEquals(List.of("quantize", "export", "compile"), given.stages(), "stages given are kept");
+        assertEquals(1024, given.export().ctx());
+        assertEquals("static", given.export().variant());
+
+        String grouped = String.join("\n", problems("model: m\ncompile: {target: genie}\nquantize: {bits: 4, group: 128}\n"));
+        assertTrue(grouped.contains("quantize.group: compile.target genie takes weights per channel (quantize.group: 0), not in "
+                + "groups of 128"), grouped);
+        String cpuFormat = String.join("\n", problems("model: m\ncompile: {target: ort-qnn}\nquantize: {format: matmulnbits}\n"));
+        assertTrue(cpuFormat.contains("quantize.format: matmulnbits is ONNX Runtime's CPU format; compile.target ort-qnn"), cpuFormat);
+        String floatActs = String.join("\n", problems("model: m\ncompile: {target: qnn-model-lib}\nquantize: {activations: float}\n"));
+        assertTrue(floatActs.contains("quantize.activations: compile.target qnn-model-lib needs quantized activations"), floatActs);
+        String int4Head = String.join("\n", problems("model: m\ncompile: {target: genie}\nquantize: {bits: 4, head: int4}\n"));
+        assertTrue(int4Head.contains("quantize.head: compile.target genie takes an int8 embedding and head"), int4Head);
+        String cpuCompile = String.join("\n", problems("model: m\nstages: [quantize, export, compile]\ncompile: {target: ort-cpu}\n"));
+        assertTrue(cpuCompile.contains("stages: 'compile' has nothing to do for compile.target ort-cpu"), cpuCompile);
+        // without a target, a CPU format is no NPU export: its activations stay float, so float linears beside them are fine
+        assertEquals("keep", JobSpecReader.read("model: m\nstages: [quantize, export]\nquantize: {format: matmulnbits, head: keep}\n")
+                .quantize().head());
     }
 
     @Test

@@ -88,7 +88,8 @@ public final class QnnSdk {
         if (info.variant() != needed) {
             throw new CompileException("target " + target + " needs the " + needed.id() + " export"
                     + (genie ? " (Genie's graph layout)" : " (fixed shapes)") + "; this one is " + info.variant().id(),
-                    "set export.variant: " + needed.id());
+                    "export again with export.variant: " + needed.id() + ", or quantize with compile.target: " + target
+                            + ", which chooses the layout and precision the target needs");
         }
         Precision precision = Precision.recorded(info.precision());
         if (precision == null || !precision.quantizesActivations()) {
@@ -104,8 +105,9 @@ public final class QnnSdk {
         Path encodings = export.resolve("encodings.json");
         if (!Files.isRegularFile(encodings)) {
             throw new CompileException("the export has no encodings.json (the quantization overrides the converter runs on): AIMET "
-                    + "encodings 0.5.0 cannot express 4-bit groups of columns",
-                    "quantize per channel (quantize.group: 0) for the QNN SDK targets, or compile with target ort-qnn");
+                    + "encodings 0.5.0 cannot express weights in groups of columns, which this model's are",
+                    "quantize per channel with an int8 head (quantize.group: 0, quantize.head: int8; compile.target " + target
+                            + " chooses them when given to the quantize), or compile with target ort-qnn");
         }
         JsonNode activations = activationEncodings(encodings);
         Soc soc = Soc.resolve(opt.soc(), opt.htpArch());

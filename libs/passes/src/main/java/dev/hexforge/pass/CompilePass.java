@@ -6,8 +6,10 @@ import dev.hexforge.compile.CompileException;
 import dev.hexforge.compile.CompileOptions;
 import dev.hexforge.compile.OrtQnnBundler;
 import dev.hexforge.compile.QnnSdk;
+import dev.hexforge.compile.Soc;
 import dev.hexforge.compile.genie.GenieConfig;
 import dev.hexforge.contracts.JobSpec;
+import dev.hexforge.contracts.TargetSettings;
 
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -28,6 +30,10 @@ public final class CompilePass {
     /** @param qnnSdkRoot the QNN SDK, or null where there is none */
     public record Options(String target, CompileOptions compile, Path qnnSdkRoot) {
         public Options {
+            if (TargetSettings.ORT_CPU.equals(target)) {
+                throw new CompileException("target ort-cpu has nothing to compile: ONNX Runtime runs the export on the CPU as it is",
+                        "ship the export (quantize.format: matmulnbits), or compile for an NPU target");
+            }
             if (!TARGETS.contains(target)) {
                 throw new IllegalArgumentException("target must be one of " + TARGETS + ", got '" + target + "'");
             }
@@ -51,17 +57,29 @@ public final class CompilePass {
         return new Options(c.target(), CompileOptions.of(c.soc(), c.htpArch(), sampler), qnnSdkRoot);
     }
 
+    /**
+     * What refuses a compile before any export is made for it: a target that needs the QNN SDK where none is
+     * configured, a SoC that is not known without its HTP architecture.
+     */
+    public static void check(Options o) {
+        Soc.resolve(o.compile().soc(), o.compile().htpArch());
+        if (!o.target().equals(OrtQnnBundler.TARGET) && o.qnnSdkRoot() == null) {
+            throw new CompileException("target " + o.target() + " needs the QNN SDK and none is configured",
+                    "set QNN_SDK_ROOT (the compile service's hexforge.qnn-sdk-root, or --qnn-sdk), or use target ort-qnn");
+        }
+    }
+
     @SuppressWarnings("unchecked")
     public static Result run(Path export, Options o, Path out) {
         long t0 = System.nanoTime();
+        check(o);
+        // the SDK's tools run in folders of their own: every path they are given is absolute
+        export = export.toAbsolutePath();
+        out = out.toAbsolutePath();
         ObjectNode manifest;
         if (o.target().equals(OrtQnnBundler.TARGET)) {
             manifest = OrtQnnBundler.build(export, out, o.compile());
         } else {
-            if (o.qnnSdkRoot() == null) {
-                throw new CompileException("target " + o.target() + " needs the QNN SDK and none is configured",
-                        "set QNN_SDK_ROOT (the compile service's hexforge.qnn-sdk-root, or --qnn-sdk), or use target ort-qnn");
-            }
             manifest = new QnnSdk(o.qnnSdkRoot()).build(o.target(), export, out, o.compile());
         }
         Map<String, Object> report = new LinkedHashMap<>(new ObjectMapper().convertValue(manifest, Map.class));

@@ -4,7 +4,6 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.checkpoint.ModelDigest;
 import dev.hexforge.checkpoint.NonFinite;
-import dev.hexforge.compile.OrtQnnBundler;
 import dev.hexforge.contracts.HexforgeException;
 import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.Stage;
@@ -64,14 +63,13 @@ public final class ExportPass {
 
     /**
      * @param accuracyLevel MatMulNBits compute (see {@link MatMulNBitsFormat}): 4 int8 activations, 0 float32
-     * @param encodings     write the QNN converter's {@code encodings.json} into the QDQ export
      * @param reference     write {@code reference.json}, the host's answers a device runner checks its run against (the
      *                      Java float forward over the model: seconds to minutes at real sizes, so only when asked)
      */
-    public record Options(ExportOptions export, Format format, int accuracyLevel, boolean encodings, boolean reference) {
-        /** These options, also writing the encodings and the device reference where asked (the CLI's flags). */
-        public Options orAsked(boolean withEncodings, boolean withReference) {
-            return new Options(export, format, accuracyLevel, encodings || withEncodings, reference || withReference);
+    public record Options(ExportOptions export, Format format, int accuracyLevel, boolean reference) {
+        /** These options, also writing the device reference where asked (the CLI's flag). */
+        public Options orAsked(boolean withReference) {
+            return new Options(export, format, accuracyLevel, reference || withReference);
         }
     }
 
@@ -99,14 +97,12 @@ public final class ExportPass {
 
     /**
      * A job spec's export settings: the graphs of {@code export}, the linear format and MatMulNBits compute of
-     * {@code quantize}, encodings when a later compile stage runs a QNN SDK target, the device reference when a
-     * benchmark stage will check a device's run against it.
+     * {@code quantize}, the device reference when a benchmark stage will check a device's run against it.
      */
     public static Options options(JobSpec spec) {
         JobSpec.Export e = spec.export();
-        boolean qnnSdk = spec.stageList().contains(Stage.COMPILE) && !spec.compile().target().equals(OrtQnnBundler.TARGET);
         return new Options(new ExportOptions(Variant.parse(e.variant()), e.seq(), e.ctx(), e.opset(), e.maxGraphBytes()),
-                Format.parse(spec.quantize().format()), spec.quantize().accuracyLevel(), qnnSdk,
+                Format.parse(spec.quantize().format()), spec.quantize().accuracyLevel(),
                 spec.stageList().contains(Stage.BENCHMARK));
     }
 
@@ -160,7 +156,7 @@ public final class ExportPass {
     }
 
     /** Raised when the rules that make an export's bytes change, so an older run's weight files are not continued. */
-    private static final String RULES = "1";
+    private static final String RULES = "2";
 
     /**
      * What decides the export's bytes but the model's weights (whose digest {@link ExportRun} adds): the folder's
@@ -175,7 +171,6 @@ public final class ExportPass {
         f.put("export", o.export().toString());
         f.put("format", o.format().id());
         f.put("accuracy level", Integer.toString(o.accuracyLevel()));
-        f.put("encodings", Boolean.toString(o.encodings()));
         f.put("reference", Boolean.toString(o.reference()));
         return f;
     }
@@ -203,16 +198,12 @@ public final class ExportPass {
                 ExportInfo info = DecoderExporter.exportInto(ckpt, dir, o.export(), lf, f == Format.QDQ ? act : null,
                         run.journal(f.id()),
                         (what, done, total) -> progress.update(what, part * total + done, formats.size() * total));
-                if (f == Format.QDQ && o.encodings()) {
-                    if (AimetEncodings.supports(qm)) {
-                        // the converter is told the encoding of every tensor of the graphs it converts
-                        ActivationEncodings converted = act != null && o.export().variant() == Variant.GENIE
-                                ? GenieIo.encodings(act, ckpt.config().numLayers()) : act;
-                        AimetEncodings.write(qm, List.of(), converted, dir.resolve(AimetEncodings.FILE));
-                    } else {
-                        warnings.add("no " + AimetEncodings.FILE + " for the QNN converter: AIMET encodings 0.5.0 have no "
-                                + "block encodings, so only per-channel specs (group 0, an int8 head) can be written");
-                    }
+                if (f == Format.QDQ && act != null && AimetEncodings.supports(qm)) {
+                    // a fully quantized graph the QNN converter can take: it is told every tensor's encoding (AIMET
+                    // encodings 0.5.0 have no blocks, so a grouped model's graphs go to ort-qnn only)
+                    ActivationEncodings converted = o.export().variant() == Variant.GENIE
+                            ? GenieIo.encodings(act, ckpt.config().numLayers()) : act;
+                    AimetEncodings.write(qm, List.of(), converted, dir.resolve(AimetEncodings.FILE));
                 }
                 outputs.add(new Written(new Output(dir, "onnx-" + variant + "-" + f.id()), info));
             }

@@ -61,16 +61,18 @@ public final class QuantizePass {
         return new QuantizeOptions(q.method(), spec(q.bits(), q.group(), q.symmetric()), q.keep(), head(q.headOrDefault()),
                 new QuantizeOptions.Calibration(calibration, q.calibrationSamples(), q.calibrationLength(), 0),
                 Gptq.Options.defaults(), evalText, EVAL_WINDOW, q.evalTokensOrDefault(), q.maxDeltaPpl(),
-                q.auto().maxExtraBytesPercent(), cache, activations(q.activations(), q.kvBits(), spec.export().variant())
+                q.auto().maxExtraBytesPercent(), cache, activations(q.activations(), q.kvBits(), spec.export().variant(), q.format())
                 .withQuantizedIo(q.quantizeIo()));
     }
 
     /**
      * The static graph's activations from {@code quantize.activations} and {@code quantize.kvBits}: auto is 16 bits
-     * for a static export and float for a dynamic one; a kvBits of 0 (specs stored before the field) is the default.
+     * for a static QDQ export and float for a dynamic one or for the CPU's MatMulNBits alone (nothing that runs it
+     * reads activation encodings); a kvBits of 0 (specs stored before the field) is the default.
      */
-    public static Activations activations(String activations, int kvBits, String variant) {
-        return Activations.parse(activations, kvBits == 0 ? null : kvBits, Variant.parse(variant).fixedShapes());
+    public static Activations activations(String activations, int kvBits, String variant, String format) {
+        return Activations.parse(activations, kvBits == 0 ? null : kvBits,
+                Variant.parse(variant).fixedShapes() && !format.equals("matmulnbits"));
     }
 
     /** Quantizes {@code model} into {@code out}: the report, and the checkpoint when the gate passed. */

@@ -74,7 +74,7 @@ class ExportResumeTest {
     }
 
     static ExportPass.Options both(int ctx) {
-        return new ExportPass.Options(ExportOptions.staticShapes(32, ctx), ExportPass.Format.BOTH, 4, false, false);
+        return new ExportPass.Options(ExportOptions.staticShapes(32, ctx), ExportPass.Format.BOTH, 4, false);
     }
 
     static List<Long> reports(Path model, ExportPass.Options o, Path out) {
@@ -93,7 +93,7 @@ class ExportResumeTest {
         }
         for (Case c : List.of(new Case("quantized", quantized, both(64)),
                 new Case("float", Fixtures.qwen2Tiny(), new ExportPass.Options(ExportOptions.dynamic(),
-                        ExportPass.Format.QDQ, 4, false, false)))) {
+                        ExportPass.Format.QDQ, 4, false)))) {
             Path whole = tmp.resolve(c.name() + "-whole");
             beside(c.name(), whole);
             int groups = reports(c.model(), c.options(), whole).size();
@@ -161,7 +161,7 @@ class ExportResumeTest {
     @Test
     void aFinishedExportIsNotWrittenAgain() throws IOException {
         Path out = tmp.resolve("finished");
-        ExportPass.Options o = new ExportPass.Options(ExportOptions.dynamic(), ExportPass.Format.QDQ, 4, false, false);
+        ExportPass.Options o = new ExportPass.Options(ExportOptions.dynamic(), ExportPass.Format.QDQ, 4, false);
         ExportPass.run(Fixtures.qwen2Tiny(), NonFinite.REFUSE, o, out, Progress.NONE);
         Map<String, byte[]> before = FolderContents.files(out);
         ExportException e = assertThrows(ExportException.class, () -> ExportPass.run(Fixtures.qwen2Tiny(), NonFinite.REFUSE, o, out, Progress.NONE));
@@ -172,7 +172,7 @@ class ExportResumeTest {
     /** A static QDQ export whole and one killed half way, in folders named for the case. */
     record HalfWay(ExportPass.Options options, Path whole, Path killed, int groups) {
         static HalfWay of(String name) {
-            ExportPass.Options o = new ExportPass.Options(ExportOptions.staticShapes(32, 64), ExportPass.Format.QDQ, 4, false, false);
+            ExportPass.Options o = new ExportPass.Options(ExportOptions.staticShapes(32, 64), ExportPass.Format.QDQ, 4, false);
             Path whole = tmp.resolve(name + "-whole");
             int groups = reports(quantized, o, whole).size();
             Path out = tmp.resolve(name + "-killed");
@@ -211,7 +211,7 @@ class ExportResumeTest {
     void aRefusedExportLeavesNothingBehind() {
         Path out = tmp.resolve("refused");
         ExportPass.Options genie = new ExportPass.Options(new ExportOptions(Variant.GENIE, 64,
-                ExportOptions.MAX_CONTEXT_LENGTH, ExportOptions.DEFAULT_OPSET), ExportPass.Format.QDQ, 4, false, false);
+                ExportOptions.MAX_CONTEXT_LENGTH, ExportOptions.DEFAULT_OPSET), ExportPass.Format.QDQ, 4, false);
         ExportException e = assertThrows(ExportException.class, () -> ExportPass.run(quantized, NonFinite.REFUSE, genie, out, Progress.NONE));
         assertTrue(e.getMessage().contains("max_position_embeddings"), e.getMessage());
         assertFalse(Files.exists(out), "nothing is left to continue or to clean up");

@@ -48,17 +48,16 @@ class PassesTest {
     }
 
     @Test
-    void exportOptionsWriteEncodingsForAQnnSdkTargetAndAReferenceForABenchmark() {
+    void exportOptionsFollowTheSpecAndWriteAReferenceForABenchmark() {
         ExportPass.Options plain = ExportPass.options(JobSpecReader.read("model: m\nstages: [export]\n"));
-        assertFalse(plain.encodings() || plain.reference());
+        assertFalse(plain.reference());
         assertEquals(Variant.STATIC, plain.export().variant());
         ExportPass.Options genie = ExportPass.options(JobSpecReader.read("model: m\nstages: [export, compile]\n"
                 + "export: {variant: genie, seq: 64, ctx: 1024, maxGraphMb: 512}\ncompile: {target: genie}\n"));
-        assertTrue(genie.encodings(), "the QNN converter reads them");
         assertEquals(Variant.GENIE, genie.export().variant());
         assertEquals(512L << 20, genie.export().maxGraphBytes());
         assertTrue(ExportPass.options(JobSpecReader.read("model: m\nstages: [export, benchmark]\n")).reference());
-        assertTrue(plain.orAsked(true, false).encodings(), "the CLI's --encodings");
+        assertTrue(plain.orAsked(true).reference(), "the CLI's --reference");
     }
 
     @Test

@@ -49,7 +49,7 @@ class ShippedTokenizerTest {
     void everyPassRefuses(Path model, String expected) {
         Path out = tmp.resolve(model.getFileName() + "-out");
         List<Runnable> passes = List.of(
-                () -> ExportPass.run(model, NonFinite.REFUSE, new ExportPass.Options(ExportOptions.dynamic(), ExportPass.Format.QDQ, 4, false,
+                () -> ExportPass.run(model, NonFinite.REFUSE, new ExportPass.Options(ExportOptions.dynamic(), ExportPass.Format.QDQ, 4,
                         false), out, Progress.NONE),
                 () -> MergePass.run(model, NonFinite.REFUSE, Fixtures.root().resolve("lora-task/reference_adapter"), out),
                 () -> {

@@ -48,9 +48,9 @@ class GenieFleetTest {
 
     @Test
     void aJobCompilingForGenieGivesASignedBundleThatGenieLoads() throws Exception {
+        // the target decides the rest: the stages, Genie's layout, per-channel weights, uint16 activations
         Path spec = Files.writeString(home.resolve("genie.yaml"), "name: genie bundle\nmodel:\n  path: " + Fixtures.qwen2Tiny() + "\n"
-                + "stages: [quantize, export, compile, sign]\nquantize:\n  method: rtn\n  bits: 8\n  group: 0\n"
-                + "export:\n  variant: genie\n  seq: 64\n  ctx: 512\ncompile:\n  target: genie\n  soc: SM8650\n  sampler:\n    temperature: 0.6\n");
+                + "compile:\n  target: genie\n  soc: SM8650\n  sampler:\n    temperature: 0.6\n");
         CliAgainstFleetTest.Run r = CliAgainstFleetTest.cli("submit", spec.toString(), "--watch", "--json");
         assertEquals(0, r.exit(), r.err() + r.out());
         JsonNode job = new ObjectMapper().readTree(r.out());
