@@ -1,5 +1,7 @@
 package dev.hexforge.cli;
 
+import dev.hexforge.contracts.FieldSpec;
+import dev.hexforge.contracts.JobSpecSchema;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Model.OptionSpec;
 
@@ -21,7 +23,8 @@ final class FlagNames {
     }
 
     static String translate(String text, CommandSpec command) {
-        if (text == null || command == null) {
+        // a command that reads a job spec document (submit) speaks its fields: only the flags' own commands translate
+        if (text == null || command == null || command.options().stream().noneMatch(FlagNames::isField)) {
             return text;
         }
         Map<String, List<String>> takenBy = new LinkedHashMap<>();
@@ -38,8 +41,11 @@ final class FlagNames {
             Matcher m = p.matcher(out);
             StringBuilder b = new StringBuilder();
             while (m.find()) {
-                String value = m.group(1) == null ? "" : " " + m.group(1).replaceAll("^\\[|]$", "").replace(", ", ",");
-                m.appendReplacement(b, Matcher.quoteReplacement(flags.get(field) + value + where));
+                String value = m.group(1);
+                String named = isValue(field, value)
+                        ? flags.get(field) + " " + value.replaceAll("^\\[|]$", "").replace(", ", ",") + where
+                        : flags.get(field) + where + m.group(0).substring(field.length()); // "field: message" stays one
+                m.appendReplacement(b, Matcher.quoteReplacement(named));
             }
             m.appendTail(b);
             out = b.toString();
@@ -57,7 +63,25 @@ final class FlagNames {
         c.subcommands().values().forEach(sub -> collect(sub.getCommandSpec(), takenBy, flags));
     }
 
+    /** Whether {@code text}, written after "field: ", is a value of the field (else it is a message about it). */
+    private static boolean isValue(String field, String text) {
+        FieldSpec f = JobSpecSchema.field(field);
+        if (text == null || f == null) {
+            return false;
+        }
+        if (f.allowed() != null) {
+            return f.allowed().contains(text) || text.startsWith("[");
+        }
+        return switch (f.kind()) {
+            case INTEGER, NUMBER -> text.matches("-?[0-9][0-9.e+-]*");
+            case BOOLEAN -> text.equals("true") || text.equals("false");
+            default -> false;
+        };
+    }
+
+    /** An option that sets a job-spec field (help and version options have keys of their own). */
     private static boolean isField(OptionSpec o) {
-        return o.descriptionKey() != null && o.descriptionKey().contains(".");
+        String key = o.descriptionKey();
+        return key != null && key.contains(".") && JobSpecSchema.field(key) != null;
     }
 }

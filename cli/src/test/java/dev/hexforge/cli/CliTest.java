@@ -273,6 +273,14 @@ class CliTest {
         Run verified = run("verify", "--key", pub.toString(), "--provenance", out.resolve("bundle").toString());
         assertEquals(0, verified.exit(), verified.out() + verified.err());
 
+        // the Genie export beside the bundle runs on the host as Genie would: one dialog holds CL - AR-N tokens
+        String ids = String.join(",", java.util.Collections.nCopies(380, "100"));
+        Run overDialog = run("generate", "--model", out.resolve("onnx-model").toString(), "--prompt-ids", ids, "--max-new", "10");
+        assertEquals(1, overDialog.exit());
+        assertTrue(overDialog.err().contains("prompt (380) + max new tokens (10) exceed Genie's dialog limit of 384 tokens "
+                + "(context 512 - prompt graph AR-128)"), overDialog.err());
+        assertEquals(384, JSON.readTree(out.resolve("bundle/manifest.json").toFile()).path("dialogTokens").asInt());
+
         Path cpu = tmp.resolve("convert-cpu");
         Run c = run("convert", "--model", model, "--target", "ort-cpu", "--bits", "4", "--out", cpu.toString(), "--json");
         assertEquals(0, c.exit(), c.err());

@@ -103,6 +103,21 @@ public record JobSpec(int schemaVersion, String name, Input model, boolean allow
         /** The shortest context a Genie export is built for. */
         public static final int GENIE_MIN_CONTEXT = 512;
 
+        /**
+         * The most tokens one Genie dialog holds, its prompt and what it generates together: the context less one
+         * prompt graph's length (CL - AR-N). Genie's prompt graph writes AR-N positions of the cache at a time, so the
+         * last AR-N are never free for it, and QAIRT 2.49-2.50's Genie stalls on a dialog that reaches into them.
+         */
+        public static int genieDialogTokens(int contextLength, int promptGraphLength) {
+            return contextLength - promptGraphLength;
+        }
+
+        /** {@link #genieDialogTokens} with its figures, for a message. */
+        public static String genieDialogLimit(int contextLength, int promptGraphLength) {
+            return "Genie's dialog limit of " + genieDialogTokens(contextLength, promptGraphLength) + " tokens (context "
+                    + contextLength + " - prompt graph AR-" + promptGraphLength + ")";
+        }
+
         public long maxGraphBytes() {
             return (long) (maxGraphMb == 0 ? DEFAULT_MAX_GRAPH_MB : maxGraphMb) << 20;
         }

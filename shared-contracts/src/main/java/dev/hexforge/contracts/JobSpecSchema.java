@@ -428,6 +428,15 @@ public final class JobSpecSchema {
             List<String> backends = new ArrayList<>();
             s.path("benchmark").path("backends").forEach(b -> backends.add(b.asText()));
             boolean genieBundle = stages.contains(Stage.COMPILE) && "genie".equals(target);
+            JsonNode b = s.path("benchmark");
+            int ctx = s.path("export").path("ctx").asInt();
+            int ar = s.path("export").path("seq").asInt();
+            int dialog = b.path("promptLength").asInt() + b.path("newTokens").asInt();
+            if (genieBundle && dialog > JobSpec.Export.genieDialogTokens(ctx, ar)) {
+                problems.add(new Problem("benchmark.newTokens", "benchmark.promptLength " + b.path("promptLength").asInt()
+                        + " + benchmark.newTokens " + b.path("newTokens").asInt() + " = " + dialog + " tokens exceed "
+                        + JobSpec.Export.genieDialogLimit(ctx, ar) + ": lower them, or raise export.ctx"));
+            }
             if (genieBundle && !backends.equals(List.of("genie"))) {
                 problems.add(new Problem("benchmark.backends", "a Genie bundle runs on the genie backend only (genie-t2t-run on a "
                         + "phone): set benchmark.backends: [genie]"));

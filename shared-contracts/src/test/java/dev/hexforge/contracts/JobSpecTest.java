@@ -261,6 +261,10 @@ class JobSpecTest {
         assertTrue(bench.contains("benchmark.backends") && bench.contains("[genie]"), "ort-cpu (the default) cannot run it: " + bench);
         assertEquals(List.of("genie"), JobSpecReader.read("model: m\nstages: [export, compile, benchmark]\nexport: {variant: genie, seq: 64}\n"
                 + "compile: {target: genie}\nbenchmark: {backends: [genie]}\n").benchmark().backends());
+        String overDialog = String.join("\n", problems("model: m\ncompile: {target: genie}\nstages: [quantize, export, compile, "
+                + "benchmark]\nbenchmark: {backends: [genie], promptLength: 300, newTokens: 100}\n"));
+        assertTrue(overDialog.contains("benchmark.newTokens: benchmark.promptLength 300 + benchmark.newTokens 100 = 400 tokens exceed "
+                + "Genie's dialog limit of 384 tokens (context 512 - prompt graph AR-128)"), overDialog);
         String noBundle = String.join("\n", problems("model: m\nstages: [export, benchmark]\nbenchmark: {backends: [genie]}\n"));
         assertTrue(noBundle.contains("compile.target: genie"), noBundle);
         String sampler = String.join("\n", problems("model: m\ncompile: {sampler: {topP: 0, seed: -1, colour: red}}\n"));

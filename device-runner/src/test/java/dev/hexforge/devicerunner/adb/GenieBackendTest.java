@@ -164,9 +164,11 @@ class GenieBackendTest {
                 () -> backend.run(SignedBundle.verify(context, keys.getPublic()), 64, 4, reference));
         assertTrue(target.getMessage().contains("compile.target: genie"), target.getMessage());
 
+        // under the context (449 of 512) but over Genie's dialog, the context less the AR-64 prompt graph
         IllegalArgumentException tooLong = assertThrows(IllegalArgumentException.class,
-                () -> backend.run(bundle("task-5", "SM8650", "v75", null), 500, 64, reference));
-        assertTrue(tooLong.getMessage().contains("context of 512"), tooLong.getMessage());
+                () -> backend.run(bundle("task-5", "SM8650", "v75", null), 441, 8, reference));
+        assertTrue(tooLong.getMessage().contains("a prompt of 441 tokens and 8 new ones exceed Genie's dialog limit "
+                + "of 448 tokens (context 512 - prompt graph AR-64) of this bundle"), tooLong.getMessage());
     }
 
     @Test

@@ -8,6 +8,11 @@ public interface CausalLm extends AutoCloseable {
     /** The longest sequence one session can hold. */
     int maxContext();
 
+    /** {@link #maxContext} as a message names it, with what decides it. */
+    default String contextLimit() {
+        return "the model's context of " + maxContext();
+    }
+
     /** The positions whose logits {@link DecodeSession#appendAll} returns: every one unless opened to generate only. */
     default LogitRows logitRows() {
         return LogitRows.ALL;

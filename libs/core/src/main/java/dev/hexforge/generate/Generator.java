@@ -44,7 +44,7 @@ public final class Generator {
         int capacity = prompt.length + opt.maxNewTokens();
         if (capacity > model.maxContext()) {
             throw new IllegalArgumentException("prompt (" + prompt.length + ") + max new tokens (" + opt.maxNewTokens()
-                    + ") exceed the model's context of " + model.maxContext());
+                    + ") exceed " + model.contextLimit());
         }
         List<Integer> out = new ArrayList<>();
         SplittableRandom rng = new SplittableRandom(opt.seed());

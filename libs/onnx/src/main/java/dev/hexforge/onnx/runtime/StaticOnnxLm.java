@@ -5,6 +5,7 @@ import ai.onnxruntime.OrtEnvironment;
 import ai.onnxruntime.OrtException;
 import ai.onnxruntime.OrtSession;
 import dev.hexforge.checkpoint.ModelConfig;
+import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.forward.Rope;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.DecodeSession;
@@ -114,16 +115,23 @@ public final class StaticOnnxLm implements CausalLm {
         return info.vocabSize();
     }
 
+    /** The static graphs' context; a Genie export's is the dialog Genie runs on it, the context less AR-N. */
     @Override
     public int maxContext() {
-        return info.contextLength();
+        return genie ? JobSpec.Export.genieDialogTokens(info.contextLength(), info.promptLength()) : info.contextLength();
+    }
+
+    @Override
+    public String contextLimit() {
+        return genie ? JobSpec.Export.genieDialogLimit(info.contextLength(), info.promptLength())
+                : "the static graphs' context of " + info.contextLength();
     }
 
     @Override
     public DecodeSession start(int capacity) {
-        if (capacity > info.contextLength()) {
-            throw new IllegalArgumentException("asked for " + capacity + " positions; the static graphs hold "
-                    + info.contextLength() + " (export with a larger --ctx)");
+        if (capacity > maxContext()) {
+            throw new IllegalArgumentException("asked for " + capacity + " positions, over " + contextLimit()
+                    + " (export with a larger export.ctx)");
         }
         return new Session();
     }
