@@ -2,6 +2,7 @@ package dev.hexforge.io;
 
 import dev.hexforge.contracts.ErrorCode;
 import dev.hexforge.contracts.HexforgeException;
+import dev.hexforge.contracts.PlainText;
 import org.apache.commons.compress.archivers.ArchiveEntry;
 import org.apache.commons.compress.archivers.ArchiveInputStream;
 import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
@@ -19,6 +20,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.zip.ZipEntry;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -42,6 +44,9 @@ public final class ModelArchive {
      * (past {@link #RATIO_FLOOR}, so small, very compressible files such as a tokenizer still pass). Model weights
      * barely compress; a bomb compresses a thousandfold.
      */
+    /** The longest entry name taken, in characters (Linux's PATH_MAX is 4096 bytes). */
+    static final int MAX_NAME = 1024;
+
     public record Limits(int maxEntries, long maxUnpackedBytes, int maxRatio) {
         public static final long RATIO_FLOOR = 64L << 20;
         public static final Limits DEFAULT = new Limits(10_000, 256L << 30, 20);
@@ -211,10 +216,21 @@ public final class ModelArchive {
             throw e;
         } catch (IOException e) {
             throw new ArchiveException("the archive is damaged or cut off: " + e.getMessage(), e);
+        } catch (LinkageError e) {
+            // the zip reader opens an entry's decoder as it meets the entry: one needing an absent codec (zstd) fails so
+            throw new ArchiveException("an entry is compressed with a method this reader has no codec for; only stored and "
+                    + "deflated zip entries are accepted", e);
         }
     }
 
     private static void check(ArchiveEntry e, String name) {
+        // a name is a path on this machine and text in messages: no NUL or other hidden characters, bounded
+        String unreadable = PlainText.problem(name, MAX_NAME);
+        if (unreadable != null) {
+            String shown = name.codePoints().limit(60).map(c -> PlainText.problem(Character.toString(c), 1) == null ? c : '?')
+                    .collect(StringBuilder::new, StringBuilder::appendCodePoint, StringBuilder::append).toString();
+            throw new ArchiveException("entry '" + shown + (name.length() > 60 ? "..." : "") + "' has a name that " + unreadable);
+        }
         if (e instanceof TarArchiveEntry t) { // isFile() is true for links too: ask about links first
             String what = t.isSymbolicLink() ? "a symbolic link" : t.isLink() ? "a hard link"
                     : t.isCharacterDevice() || t.isBlockDevice() || t.isFIFO() || !(t.isFile() || t.isDirectory())
@@ -225,6 +241,11 @@ public final class ModelArchive {
         }
         if (e instanceof ZipArchiveEntry z && z.isUnixSymlink()) {
             throw new ArchiveException("entry '" + name + "' is a symbolic link; only regular files and folders are accepted");
+        }
+        // what zip tools write for a folder of files; other methods (zstd, xz, bzip2...) need codecs this reader has not
+        if (e instanceof ZipArchiveEntry z && z.getMethod() != ZipEntry.STORED && z.getMethod() != ZipEntry.DEFLATED) {
+            throw new ArchiveException("entry '" + name + "' is compressed with zip method " + z.getMethod()
+                    + "; only stored and deflated entries are accepted");
         }
         if (name.startsWith("/") || name.matches("^[A-Za-z]:.*")) {
             throw new ArchiveException("entry '" + name + "' has an absolute path");

@@ -105,6 +105,15 @@ class ModelArchiveTest {
         assertTrue(refused(tar(false, List.<String[]>of(new String[]{"config.json", "{}"}, new String[]{"link:weights", "/etc/shadow"})))
                 .contains("'weights' is a symbolic link"));
         assertTrue(refused(zip(List.<String[]>of(new String[]{"a", "1"}, new String[]{"a", "2"}))).contains("appears twice"));
+        // a NUL is no path on this machine (found by ModelArchiveFuzzTest); a bidi override shows a name it is not
+        assertTrue(refused(zip(List.<String[]>of(new String[]{"m/conf\u0000.json", "{}"}))).contains("U+0000 at position 6"));
+        assertTrue(refused(tar(false, List.<String[]>of(new String[]{"m/x\u202Enosj.exe", "{}"}))).contains("'m/x?nosj.exe'"));
+        assertTrue(refused(tar(true, List.<String[]>of(new String[]{"m/" + "a".repeat(1100), "{}"}))).contains("at most 1024"));
+        // an entry compressed with zstd (zip method 93) needed a codec the reader has not: an Error escaped (fuzzing found it)
+        byte[] zstd = zip(List.<String[]>of(new String[]{"m/config.json", "{}"}));
+        zstd[8] = 93;
+        zstd[9] = 0;
+        assertTrue(refused(zstd).contains("'m/config.json' is compressed with zip method 93"), refused(zstd));
         assertTrue(refused("just some text".getBytes(StandardCharsets.UTF_8)).contains("not a zip, tar or tar.gz"));
         byte[] ok = tar(true, List.<String[]>of(new String[]{"config.json", "x".repeat(200_000)}));
         assertTrue(refused(Arrays.copyOf(ok, ok.length / 2)).contains("damaged or cut off"));

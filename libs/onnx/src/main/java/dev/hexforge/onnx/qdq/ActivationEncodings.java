@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hexforge.onnx.export.ExportException;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -59,16 +60,22 @@ public record ActivationEncodings(Activations settings, String rangeMethod, int 
         try {
             JsonNode root = JSON.readTree(file.toFile());
             Map<String, Encoding> tensors = new TreeMap<>();
-            root.path("tensors").fields().forEachRemaining(e -> tensors.put(e.getKey(), new Encoding(
-                    e.getValue().path("bits").asInt(), (float) e.getValue().path("scale").asDouble(),
-                    e.getValue().path("zeroPoint").asInt())));
+            root.path("tensors").fields().forEachRemaining(e -> {
+                JsonNode v = e.getValue();
+                try {
+                    tensors.put(e.getKey(), new Encoding(v.path("bits").asInt(), (float) v.path("scale").asDouble(),
+                            v.path("zeroPoint").asInt()));
+                } catch (IllegalArgumentException bad) {
+                    throw new IllegalArgumentException("tensor '" + (e.getKey().length() > 80 ? e.getKey().substring(0, 80) + "..." : e.getKey()) + "': " + bad.getMessage(), bad);
+                }
+            });
             List<String> noisiest = new ArrayList<>();
             root.path("noisiest").forEach(n -> noisiest.add(n.asText()));
             return new ActivationEncodings(new Activations(root.path("activations").asInt(), root.path("kvBits").asInt(),
                     root.path("quantizedIo").asBoolean()),
                     root.path("rangeMethod").asText(), root.path("calibrationSequences").asInt(), noisiest, tensors);
         } catch (IOException | IllegalArgumentException e) {
-            throw new IllegalArgumentException(file + ": not readable activation encodings: " + e.getMessage(), e);
+            throw new ExportException(file + ": not readable activation encodings: " + e.getMessage(), e);
         }
     }
 }
