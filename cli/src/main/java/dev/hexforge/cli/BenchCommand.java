@@ -1,6 +1,7 @@
 package dev.hexforge.cli;
 
 import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.memory.MemoryPlan;
 import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.generate.CausalLm;
@@ -329,6 +330,8 @@ final class BenchCommand implements Runnable {
             System.gc();
             resetPeaks();
             try (Checkpoint ckpt = Checkpoint.open(model)) {
+                // refused up front as the finetune pass refuses it, not by an OutOfMemoryError half-way
+                MemoryPlan.require(MemoryPlan.finetune(ckpt.config(), ckpt.mapsBf16(), batch, seq + 1));
                 run(DecoderWeights.frozen(ckpt), fileBytes); // as the finetune pass holds them, while the files are open
             }
             return 0;

@@ -1,6 +1,7 @@
 package dev.hexforge.cli;
 
 import dev.hexforge.contracts.HexforgeException;
+import dev.hexforge.memory.MemoryPlan;
 import picocli.CommandLine.Command;
 import picocli.CommandLine;
 
@@ -39,7 +40,16 @@ public final class Main implements Runnable {
             }
             return 1;
         });
-        return cl.execute(args);
+        try {
+            return cl.execute(args);
+        } catch (OutOfMemoryError e) {
+            // the passes refuse up front what their estimate says will not fit; this is what no estimate foresaw
+            System.err.printf("hexforge: error: the Java heap (%s) ran out: %s%n", MemoryPlan.gb(Runtime.getRuntime().maxMemory()),
+                    e.getMessage());
+            System.err.println("hexforge: OUT_OF_MEMORY: run with more heap (bin/hexforge gives 3/4 of the memory available at "
+                    + "launch; a -Xmx in HEXFORGE_JAVA_OPTS overrides it), or free memory; the output folder was left as it was");
+            return 1;
+        }
     }
 
     private static String describe(Throwable ex) {
