@@ -259,6 +259,10 @@ async function jobPage(id) {
 // ---- submit ----
 
 const STAGES = ['finetune', 'merge', 'quantize', 'export', 'compile', 'sign', 'benchmark'];
+// the form's fields by the job-spec field each sets: a problem about one is shown under the form's own name for it
+const LABELS = {'name': 'Name', 'model.path': 'Folder the fleet can read (path or URI)', 'model.upload': 'or an uploaded model',
+  'stages': 'Stages', 'finetune.data': 'Fine-tune data', 'quantize.method': 'Quantization method', 'quantize.bits': 'Bits',
+  'quantize.format': 'Linear format', 'compile.target': 'Compile target', 'compile.soc': 'SoC'};
 
 function specFrom(form) {
   const f = new FormData(form);
@@ -292,25 +296,26 @@ async function submitPage() {
       location.hash = `#/jobs/${job.id}`;
     } catch (err) {
       problems.replaceChildren(...(err.body?.problems || [{path: '', message: err.message}])
-        .map(p => h('li', {}, p.path ? h('code', {}, p.path) : null, ' ', p.message)));
+        .map(p => h('li', {}, LABELS[p.path] ? h('strong', {}, LABELS[p.path], ' ') : null, p.path ? h('code', {}, p.path) : null,
+          ' ', p.message)));
       problems.hidden = false;
     }
   }},
-    h('label', {}, 'Name', h('input', {name: 'name', value: 'tiny-int8'})),
+    h('label', {}, LABELS.name, h('input', {name: 'name', value: 'tiny-int8'})),
     h('fieldset', {}, h('legend', {}, 'Base model'),
-      h('label', {}, 'Folder the fleet can read (path or URI)', h('input', {name: 'path', id: 'model-path', value: examples.modelPath, placeholder: '/models/Qwen2.5-0.5B'})),
-      h('label', {}, 'or an uploaded model', h('select', {name: 'upload', id: 'model-upload'}, h('option', {value: ''}, '(none)'),
+      h('label', {}, LABELS['model.path'], h('input', {name: 'path', id: 'model-path', value: examples.modelPath, placeholder: '/models/Qwen2.5-0.5B'})),
+      h('label', {}, LABELS['model.upload'], h('select', {name: 'upload', id: 'model-upload'}, h('option', {value: ''}, '(none)'),
         uploads.uploads.map(u => h('option', {value: u.id}, `${u.name || u.id} (${bytes(u.size)})`)))),
       h('label', {}, 'Upload a Hugging Face folder as .zip / .tar / .tar.gz', h('input', {type: 'file', id: 'upload-file', onchange: upload})),
       h('span', {id: 'upload-status', class: 'muted'})),
-    h('fieldset', {}, h('legend', {}, 'Stages'), STAGES.map(s => check(`stage-${s}`, s, ['quantize', 'export', 'sign'].includes(s)))),
+    h('fieldset', {}, h('legend', {}, LABELS.stages), STAGES.map(s => check(`stage-${s}`, s, ['quantize', 'export', 'sign'].includes(s)))),
     h('fieldset', {}, h('legend', {}, 'Settings (defaults shown; the rest take the documented defaults)'),
-      h('label', {}, 'Fine-tune data', h('input', {name: 'finetune-data', value: examples.finetuneData, placeholder: 'train.jsonl (Alpaca or chat)'})),
-      h('label', {}, 'Quantization method', choice('method', 'quantize.method')),
-      h('label', {}, 'Bits', choice('bits', 'quantize.bits', range(field('quantize.bits')))),
-      h('label', {}, 'Linear format', choice('format', 'quantize.format')),
-      h('label', {}, 'Compile target', choice('target', 'compile.target')),
-      h('label', {}, 'SoC', h('input', {name: 'soc', value: field('compile.soc').default}))),
+      h('label', {}, LABELS['finetune.data'], h('input', {name: 'finetune-data', value: examples.finetuneData, placeholder: 'train.jsonl (Alpaca or chat)'})),
+      h('label', {}, LABELS['quantize.method'], choice('method', 'quantize.method')),
+      h('label', {}, LABELS['quantize.bits'], choice('bits', 'quantize.bits', range(field('quantize.bits')))),
+      h('label', {}, LABELS['quantize.format'], choice('format', 'quantize.format')),
+      h('label', {}, LABELS['compile.target'], choice('target', 'compile.target')),
+      h('label', {}, LABELS['compile.soc'], h('input', {name: 'soc', value: field('compile.soc').default}))),
     h('label', {}, 'Job spec (JSON or YAML; edit freely — the server checks it)', editor),
     problems,
     h('button', {type: 'submit', id: 'submit-job'}, 'Submit job'));

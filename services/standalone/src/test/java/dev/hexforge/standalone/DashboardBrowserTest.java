@@ -195,14 +195,16 @@ class DashboardBrowserTest {
         assertEquals("rtn", ((Map<?, ?>) spec.get("quantize")).get("method"));
         // the user tunes the spec by hand where the form has no field; an invalid value first, to see the server's check
         js("const s = JSON.parse(document.getElementById('spec').value);"
-                + "s.finetune.epochs = 0; s.quantize.group = 0;"
+                + "s.finetune.epochs = 0; s.quantize.group = 0; s.quantize.bits = 1;"
                 + "s.export = {variant: 'static', seq: 128, ctx: 512}; s.benchmark = {promptLength: 32, newTokens: 8};"
                 + "document.getElementById('spec').value = JSON.stringify(s, null, 2);");
         browser.findElement(By.id("submit-job")).click();
         waitForText("#problems", "finetune.epochs", 20);
+        // a problem about a field the form has is named as the form names it
+        waitForText("#problems", "Bits quantize.bits must be between 2 and 8, got 1", 5);
         shot("03-submit-invalid");
         js("const s = JSON.parse(document.getElementById('spec').value);"
-                + "Object.assign(s.finetune, {epochs: 2, batch: 8, accumulation: 1, learningRate: 0.005});"
+                + "Object.assign(s.finetune, {epochs: 2, batch: 8, accumulation: 1, learningRate: 0.005}); s.quantize.bits = 8;"
                 + "document.getElementById('spec').value = JSON.stringify(s, null, 2);");
         browser.findElement(By.id("submit-job")).click();
         waitUpTo(10).until(ExpectedConditions.urlContains("#/jobs/"));
