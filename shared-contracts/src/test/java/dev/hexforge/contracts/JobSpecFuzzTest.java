@@ -1,6 +1,7 @@
 package dev.hexforge.contracts;
 
 import com.code_intelligence.jazzer.junit.FuzzTest;
+import dev.hexforge.testing.Fuzzing;
 
 import java.nio.charset.StandardCharsets;
 
@@ -9,20 +10,20 @@ import java.nio.charset.StandardCharsets;
  * gateway and what {@code hexforge submit} reads.
  */
 class JobSpecFuzzTest {
-    @FuzzTest(maxDuration = FuzzRule.DURATION)
+    @FuzzTest(maxDuration = Fuzzing.DURATION)
     void json(byte[] bytes) {
-        FuzzRule.refusedClearly(() -> JobSpecReader.read(new String(bytes, StandardCharsets.UTF_8), JobSpecReader.Format.JSON),
+        Fuzzing.refusedClearly(() -> JobSpecReader.read(new String(bytes, StandardCharsets.UTF_8), JobSpecReader.Format.JSON),
                 InvalidJobSpecException.class);
     }
 
-    @FuzzTest(maxDuration = FuzzRule.DURATION)
+    @FuzzTest(maxDuration = Fuzzing.DURATION)
     void yaml(byte[] bytes) {
-        FuzzRule.refusedClearly(() -> JobSpecReader.read(new String(bytes, StandardCharsets.UTF_8), JobSpecReader.Format.YAML),
+        Fuzzing.refusedClearly(() -> JobSpecReader.read(new String(bytes, StandardCharsets.UTF_8), JobSpecReader.Format.YAML),
                 InvalidJobSpecException.class);
     }
 
     /** A device runner's messages: the first byte picks which, the rest is the body. */
-    @FuzzTest(maxDuration = FuzzRule.DURATION)
+    @FuzzTest(maxDuration = Fuzzing.DURATION)
     void deviceMessage(byte[] bytes) {
         if (bytes.length == 0) {
             return;
@@ -33,6 +34,6 @@ class JobSpecFuzzTest {
             default -> DeviceMessages.BenchmarkOutcome.class;
         };
         String body = new String(bytes, 1, bytes.length - 1, StandardCharsets.UTF_8);
-        FuzzRule.refusedClearly(() -> DeviceMessages.read(body, type), IllegalArgumentException.class);
+        Fuzzing.refusedClearly(() -> DeviceMessages.read(body, type), IllegalArgumentException.class);
     }
 }
