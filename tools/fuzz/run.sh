@@ -20,6 +20,7 @@ TARGETS=(
   "libs/lora LoraFuzzTest#adapterWeights"
   "libs/lora LoraFuzzTest#trainingData"
   "libs/onnx ActivationEncodingsFuzzTest#file"
+  "libs/onnx OnnxAdapterFileFuzzTest#file"
 )
 # the parsers and the libraries they parse with are instrumented, so the fuzzer sees their branches
 INSTRUMENT='dev.hexforge.**,com.fasterxml.jackson.**,org.yaml.snakeyaml.**,org.apache.commons.compress.**'

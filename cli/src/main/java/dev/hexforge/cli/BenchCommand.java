@@ -43,7 +43,7 @@ import java.util.concurrent.Callable;
 
 @Command(name = "bench", mixinStandardHelpOptions = true, description = "Benchmarks that print figures.",
         subcommands = {BenchCommand.Export.class, BenchCommand.Generate.class, BenchCommand.Quantize.class,
-                BenchCommand.Finetune.class, BenchCalibrated.class, BenchResume.class, BenchCommand.Bandwidth.class})
+                BenchCommand.Finetune.class, BenchCalibrated.class, BenchResume.class, BenchCommand.Bandwidth.class, BenchAdapter.class})
 final class BenchCommand implements Runnable {
     @Override
     public void run() {

@@ -43,6 +43,9 @@ final class EvalCommand implements Runnable {
         int threads;
         @Option(names = "--json", description = "print one JSON object")
         boolean json;
+        @Option(names = "--adapter", paramLabel = "NAME|FILE", description = "run with this LoRA adapter: one of the export's "
+                + "(export --adapter NAME=DIR) or an .onnx_adapter file; without it an export with adapters runs its base model")
+        String adapter;
 
         @Override
         public Integer call() throws IOException {
@@ -60,11 +63,14 @@ final class EvalCommand implements Runnable {
                 IntConsumer progress = w -> bar.update("window " + w + "/" + windows, w, windows);
                 if (ExportInfo.isExport(model) && PartwisePrompt.scores(ExportInfo.read(model), window)) {
                     // static graphs whose prompt is the window: a part at a time, so a model of any size fits
-                    r = PartwisePrompt.score(model, ids, threads).result();
+                    r = PartwisePrompt.score(model, ids, threads, adapter).result();
                 } else if (ExportInfo.isExport(model)) {
-                    try (CausalLm lm = Models.open(model, threads, LogitRows.ALL)) {
+                    try (CausalLm lm = Models.open(model, threads, LogitRows.ALL, adapter)) {
                         r = Perplexity.evaluate(lm, ids, window, progress);
                     }
+                } else if (adapter != null) {
+                    throw new IllegalArgumentException("--adapter runs on an ONNX export made with --adapter; " + model
+                            + " is a Hugging Face folder (merge the adapter into it with hexforge merge instead)");
                 } else {
                     // a Hugging Face folder: one layer at a time from the checkpoint, any size in a small heap
                     try (Checkpoint ckpt = Checkpoint.open(model)) {

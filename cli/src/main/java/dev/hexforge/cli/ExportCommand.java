@@ -7,6 +7,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -27,11 +28,15 @@ final class ExportCommand implements Callable<Integer> {
     boolean json;
     @Option(names = "--allow-non-finite", descriptionKey = "allowNonFinite")
     boolean allowNonFinite;
+    @Option(names = "--adapter", paramLabel = "NAME=PEFT_DIR",
+            description = "a PEFT LoRA adapter to export beside the base model instead of merged into it (repeatable): the "
+                    + "graphs take its inputs and OUT/adapters/NAME.onnx_adapter holds them, for ONNX Runtime's run-time adapters")
+    Map<String, Path> adapters = new LinkedHashMap<>();
 
     @Override
     public Integer call() {
         JobSpec job = SpecOptions.spec(spec, List.of("export"), Map.of());
-        ExportPass.Options opt = exportFlags.options(job);
+        ExportPass.Options opt = exportFlags.options(job).withAdapters(adapters);
         ExportPass.Result r;
         try (ProgressBar bar = new ProgressBar("export")) {
             r = ExportPass.run(model, NonFinite.allowedIf(job.allowNonFinite()), opt, out, bar);
@@ -41,11 +46,15 @@ final class ExportCommand implements Callable<Integer> {
         rep.warnings().forEach(w -> System.err.println("warning: " + w));
         if (json) {
             new Json().put("out", out.toAbsolutePath().toString()).put("variant", rep.variant())
-                    .put("formats", rep.formats()).put("graphs", rep.graphs()).put("seconds", rep.seconds()).print();
+                    .put("formats", rep.formats()).put("graphs", rep.graphs()).put("adapters", rep.adapters())
+                    .put("seconds", rep.seconds()).print();
         } else {
             System.out.printf("exported %s (%s) to %s in %.1fs: %s%n", model.getFileName(), rep.variant(),
                     r.outputs().size() == 1 ? out : r.outputs().stream().map(ExportPass.Output::dir).toList(), rep.seconds(),
                     rep.graphs().values());
+            if (rep.adapters() != null) {
+                rep.adapters().forEach((name, file) -> System.out.println("adapter " + name + ": " + file));
+            }
         }
         return 0;
     }

@@ -49,6 +49,9 @@ final class GenerateCommand implements Callable<Integer> {
     long seed;
     @Option(names = "--no-stop", description = "do not stop at an end-of-sequence token")
     boolean noStop;
+    @Option(names = "--adapter", paramLabel = "NAME|FILE", description = "run with this LoRA adapter: one of the export's "
+            + "(export --adapter NAME=DIR) or an .onnx_adapter file; without it an export with adapters runs its base model")
+    String adapter;
     @Option(names = "--threads", defaultValue = "0", description = "ONNX Runtime threads (0: all cores)")
     int threads;
     @Option(names = "--json", description = "print one JSON object: {\"ids\": [...], \"text\": \"...\"}")
@@ -59,7 +62,7 @@ final class GenerateCommand implements Callable<Integer> {
         model = Models.find(model);
         boolean sample = temperature != null && !greedy;
         ChatTemplate.Format format = chatFormat == null ? null : ChatTemplate.Format.parse(chatFormat);
-        try (Tokenizer tok = Tokenizer.load(model, format); CausalLm lm = Models.open(model, threads, LogitRows.LAST)) {
+        try (Tokenizer tok = Tokenizer.load(model, format); CausalLm lm = Models.open(model, threads, LogitRows.LAST, adapter)) {
             int[] input;
             if (prompt.ids != null) {
                 input = prompt.ids;

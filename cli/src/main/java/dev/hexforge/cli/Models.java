@@ -46,11 +46,23 @@ final class Models {
 
     /** @param rows {@link LogitRows#LAST} where the model only generates (an export then skips the head for earlier positions) */
     static CausalLm open(Path dir, int threads, LogitRows rows) {
+        return open(dir, threads, rows, null);
+    }
+
+    /**
+     * @param adapter a LoRA adapter for an export whose graphs take one: its name in the export, or an adapter file;
+     *                null for the base model
+     */
+    static CausalLm open(Path dir, int threads, LogitRows rows, String adapter) {
         if (!Files.isDirectory(dir)) {
             throw new IllegalArgumentException(dir + " is not a folder");
         }
         if (ExportInfo.isExport(dir)) {
-            return OnnxLm.open(dir, threads, null, null, rows);
+            return OnnxLm.open(dir, threads, null, null, rows, adapter);
+        }
+        if (adapter != null) {
+            throw new IllegalArgumentException("--adapter runs on an ONNX export made with --adapter; " + dir
+                    + " is a Hugging Face folder (merge the adapter into it with hexforge merge instead)");
         }
         try (Checkpoint ckpt = Checkpoint.open(dir)) {
             MemoryPlan.require(MemoryPlan.referenceForward(ckpt.config(), ckpt.mapsBf16()));

@@ -189,6 +189,54 @@ class CliTest {
     }
 
     @Test
+    void anAdapterExportedBesideTheBaseRunsAsTheMergedModelAndWithoutItAsTheBase() throws Exception {
+        Path dir = tmp.resolve("with-adapter");
+        Path peft = Fixtures.root().resolve("lora-task/reference_adapter");
+        Run e = run("export", "--model", Fixtures.qwen2Tiny().toString(), "--out", dir.toString(), "--variant", "dynamic",
+                "--adapter", "task=" + peft, "--json");
+        assertEquals(0, e.exit(), e.err());
+        assertEquals("adapters/task.onnx_adapter", e.json().path("adapters").path("task").asText());
+        Path text = tmp.resolve("adapter-eval.txt");
+        Files.writeString(text, Files.readString(Fixtures.root().resolve("corpus/eval_en.txt")).substring(0, 6000));
+        // the PyTorch-merged model (fixtures/lora-task/merged holds its weights; the tokenizer is the base's)
+        Path mergedModel = Files.createDirectories(tmp.resolve("merged-model"));
+        for (String f : List.of("config.json", "model.safetensors")) {
+            Files.copy(Fixtures.root().resolve("lora-task/merged").resolve(f), mergedModel.resolve(f));
+        }
+        for (String f : List.of("tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "generation_config.json")) {
+            Files.copy(Fixtures.qwen2Tiny().resolve(f), mergedModel.resolve(f));
+        }
+        Run merged = run("eval", "ppl", "--model", mergedModel.toString(), "--text", text.toString(), "--json");
+        Run adapted = run("eval", "ppl", "--model", dir.toString(), "--text", text.toString(), "--adapter", "task", "--json");
+        Run base = run("eval", "ppl", "--model", dir.toString(), "--text", text.toString(), "--json");
+        Run plain = run("eval", "ppl", "--model", Fixtures.qwen2Tiny().toString(), "--text", text.toString(), "--json");
+        double m = merged.json().path("perplexity").asDouble();
+        assertEquals(m, adapted.json().path("perplexity").asDouble(), m * 1e-4, adapted.err());
+        double b = plain.json().path("perplexity").asDouble();
+        assertEquals(b, base.json().path("perplexity").asDouble(), b * 1e-4, base.err());
+        // the LoRA task's answer, from the adapter on the base export, as the merged model gives it
+        String prompt = "Which character is named in this line?\nGood morrow, Romeo.";
+        Run answer = run("generate", "--model", dir.toString(), "--adapter", "task", "--prompt", prompt, "--chat", "--json");
+        Run mergedAnswer = run("generate", "--model", mergedModel.toString(), "--prompt", prompt,
+                "--chat", "--json");
+        assertEquals(0, answer.exit(), answer.err());
+        assertEquals(mergedAnswer.json().path("ids"), answer.json().path("ids"));
+
+        Run bad = run("export", "--model", Fixtures.qwen2Tiny().toString(), "--out", tmp.resolve("bad-adapter").toString(),
+                "--adapter", "../up=" + peft);
+        assertEquals(1, bad.exit());
+        assertTrue(bad.err().contains("adapter name '../up'"), bad.err());
+        assertFalse(Files.exists(tmp.resolve("bad-adapter")));
+        Run hf = run("generate", "--model", Fixtures.qwen2Tiny().toString(), "--adapter", "task", "--prompt", "hi");
+        assertEquals(1, hf.exit());
+        assertTrue(hf.err().contains("--adapter runs on an ONNX export made with --adapter"), hf.err());
+        Run none = run("eval", "ppl", "--model", tmp.resolve("dyn").toString(), "--text", text.toString(), "--adapter",
+                dir.resolve("adapters/task.onnx_adapter").toString());
+        assertEquals(1, none.exit());
+        assertTrue(none.err().contains("its graphs take no LoRA adapter"), none.err());
+    }
+
+    @Test
     void badInputGivesAClearErrorAndExitCode() throws Exception {
         Run r = run("export", "--model", tmp.resolve("nope").toString(), "--out", tmp.resolve("x").toString());
         assertEquals(1, r.exit());

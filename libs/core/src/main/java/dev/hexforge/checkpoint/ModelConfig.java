@@ -86,6 +86,18 @@ public record ModelConfig(
         return numHeads * headDim;
     }
 
+    /** [out, in] of a decoder layer's linear. */
+    public long[] linearShape(TensorNames.Linear l) {
+        long h = hiddenSize();
+        return switch (l) {
+            case Q -> new long[]{qSize(), h};
+            case K, V -> new long[]{kvSize(), h};
+            case O -> new long[]{h, qSize()};
+            case GATE, UP -> new long[]{intermediateSize(), h};
+            case DOWN -> new long[]{h, intermediateSize()};
+        };
+    }
+
     public int kvSize() {
         return numKvHeads * headDim;
     }

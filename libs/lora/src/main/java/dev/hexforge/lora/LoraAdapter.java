@@ -71,7 +71,7 @@ public record LoraAdapter(LoraConfig config, Map<String, LowRankDelta> deltas) {
                     if (!f.contains(a) || !f.contains(b)) {
                         throw new LoraException(WEIGHTS + ": missing " + (f.contains(a) ? b : a));
                     }
-                    long[] w = linearShape(base, lin);
+                    long[] w = base.linearShape(lin);
                     check(f.info(a), new long[]{cfg.r(), w[1]});
                     check(f.info(b), new long[]{w[0], cfg.r()});
                     deltas.put(TensorNames.weight(l, lin), new LowRankDelta(f.floats(a), f.floats(b), cfg.r(), cfg.scale()));
@@ -95,18 +95,6 @@ public record LoraAdapter(LoraConfig config, Map<String, LowRankDelta> deltas) {
             throw new LoraException(WEIGHTS + ": tensor '" + t.name() + "' has shape " + t.shapeString()
                     + " but the base model needs " + Arrays.toString(expected));
         }
-    }
-
-    /** [out, in] of a linear of this decoder. */
-    public static long[] linearShape(ModelConfig c, Linear l) {
-        long h = c.hiddenSize();
-        return switch (l) {
-            case Q -> new long[]{c.qSize(), h};
-            case K, V -> new long[]{c.kvSize(), h};
-            case O -> new long[]{h, c.qSize()};
-            case GATE, UP -> new long[]{c.intermediateSize(), h};
-            case DOWN -> new long[]{h, c.intermediateSize()};
-        };
     }
 
     /**

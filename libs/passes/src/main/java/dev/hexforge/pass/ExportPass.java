@@ -12,11 +12,13 @@ import dev.hexforge.forward.DecoderForward;
 import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.memory.MemoryPlan;
 import dev.hexforge.onnx.export.DecoderExporter;
+import dev.hexforge.onnx.export.ExportException;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.export.ExportOptions;
 import dev.hexforge.onnx.export.GenieIo;
 import dev.hexforge.onnx.export.LinearFormat;
 import dev.hexforge.onnx.export.Variant;
+import dev.hexforge.onnx.lora.LoraInputs;
 import dev.hexforge.onnx.runtime.OnnxLm;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.onnx.qdq.ActivationEncodings;
@@ -28,8 +30,10 @@ import dev.hexforge.quant.onnx.MatMulNBitsFormat;
 import dev.hexforge.quant.onnx.QdqFormat;
 import dev.hexforge.tokenizer.Tokenizer;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -66,10 +70,27 @@ public final class ExportPass {
      * @param reference     write {@code reference.json}, the host's answers a device runner checks its run against (the
      *                      Java float forward over the model: seconds to minutes at real sizes, so only when asked)
      */
-    public record Options(ExportOptions export, Format format, int accuracyLevel, boolean reference) {
+    public record Options(ExportOptions export, Format format, int accuracyLevel, boolean reference,
+                          Map<String, Path> adapters) {
+        public Options {
+            adapters = adapters == null ? Map.of() : Collections.unmodifiableMap(new LinkedHashMap<>(adapters));
+        }
+
+        public Options(ExportOptions export, Format format, int accuracyLevel, boolean reference) {
+            this(export, format, accuracyLevel, reference, Map.of());
+        }
+
         /** These options, also writing the device reference where asked (the CLI's flag). */
         public Options orAsked(boolean withReference) {
-            return new Options(export, format, accuracyLevel, reference || withReference);
+            return new Options(export, format, accuracyLevel, reference || withReference, adapters);
+        }
+
+        /**
+         * These options with LoRA adapters by name (PEFT folders): the graphs take their inputs and each is written
+         * as {@code adapters/NAME.onnx_adapter}, the base weights unchanged ({@link AdapterExport}).
+         */
+        public Options withAdapters(Map<String, Path> named) {
+            return new Options(export, format, accuracyLevel, reference, named);
         }
     }
 
@@ -86,10 +107,11 @@ public final class ExportPass {
      * @param graphs    the first output's graphs by role
      * @param precision what the graphs compute in (w8a16, w4, ...); null for a float model's export
      * @param formats   the kind of each output folder
+     * @param adapters  each LoRA adapter's file in the first output folder; null when the graphs take none
      */
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record Report(Map<String, String> graphs, String precision, String variant, List<String> formats,
-                         List<String> warnings, double seconds) {
+                         Map<String, String> adapters, List<String> warnings, double seconds) {
     }
 
     private ExportPass() {
@@ -115,9 +137,16 @@ public final class ExportPass {
             MemoryPlan.require(MemoryPlan.streaming(Stage.EXPORT, ckpt.config()));
             warnings.addAll(ckpt.warnings());
             Tokenizer.check(model, ckpt.config().vocabSize()); // every export ships it
+            AdapterExport adapters = AdapterExport.read(o.adapters(), ckpt.config());
+            if (adapters != null && QuantizedCheckpoint.isQuantized(model) && o.export().variant().fixedShapes()
+                    && o.format() != Format.MATMULNBITS && Files.isRegularFile(model.resolve(ActivationEncodings.FILE))) {
+                throw new ExportException("LoRA adapters on fully quantized graphs (" + model.resolve(ActivationEncodings.FILE).getFileName()
+                        + " calibrated their activations) are not supported: the adapter inputs and low-rank products would "
+                        + "need encodings of their own; export the adapters on the float model, or quantize with --activations float");
+            }
             ExportRun run = ExportRun.open(out, outputDirs(model, o, out), settings(model, o), () -> ModelDigest.of(model));
             try {
-                export(ckpt, model, o, out, run, outputs, warnings, progress);
+                export(ckpt, model, o, out, run, adapters, outputs, warnings, progress);
             } catch (HexforgeException e) {
                 run.abandon();
                 throw e;
@@ -129,8 +158,10 @@ public final class ExportPass {
         Map<String, String> graphs = outputs.isEmpty() ? null : outputs.get(0).info().graphs();
         // a float model's export has no precision of its own to report
         String precision = outputs.isEmpty() || !QuantizedCheckpoint.isQuantized(model) ? null : outputs.get(0).info().precision();
+        Map<String, String> adapters = outputs.isEmpty() || outputs.get(0).info().lora() == null ? null
+                : outputs.get(0).info().lora().adapters();
         return new Result(outputs.stream().map(Written::output).toList(), new Report(graphs, precision, variant,
-                outputs.stream().map(x -> x.output().kind()).toList(), warnings, (System.nanoTime() - t0) / 1e9));
+                outputs.stream().map(x -> x.output().kind()).toList(), adapters, warnings, (System.nanoTime() - t0) / 1e9));
     }
 
     /** An output folder and what its export wrote. */
@@ -172,16 +203,18 @@ public final class ExportPass {
         f.put("format", o.format().id());
         f.put("accuracy level", Integer.toString(o.accuracyLevel()));
         f.put("reference", Boolean.toString(o.reference()));
+        f.putAll(AdapterExport.settings(o.adapters()));
         return f;
     }
 
-    private static void export(Checkpoint ckpt, Path model, Options o, Path out, ExportRun run, List<Written> outputs,
-                               List<String> warnings, Progress progress) {
+    private static void export(Checkpoint ckpt, Path model, Options o, Path out, ExportRun run, AdapterExport adapters,
+                               List<Written> outputs, List<String> warnings, Progress progress) {
+        LoraInputs lora = adapters == null ? null : adapters.inputs();
         String variant = o.export().variant().id();
         QuantizedModel qm = null;
         ActivationEncodings act = null;
         if (!QuantizedCheckpoint.isQuantized(model)) {
-            ExportInfo info = DecoderExporter.exportInto(ckpt, out, o.export(), LinearFormat.FLOAT, null,
+            ExportInfo info = DecoderExporter.exportInto(ckpt, out, o.export(), LinearFormat.FLOAT, null, lora,
                     run.journal("model"), progress);
             outputs.add(new Written(new Output(out, "onnx-" + variant), info));
         } else {
@@ -195,7 +228,7 @@ public final class ExportPass {
                 Path dir = dir(out, o, f);
                 LinearFormat lf = f == Format.QDQ ? new QdqFormat(qm) : new MatMulNBitsFormat(qm, o.accuracyLevel());
                 int part = i;
-                ExportInfo info = DecoderExporter.exportInto(ckpt, dir, o.export(), lf, f == Format.QDQ ? act : null,
+                ExportInfo info = DecoderExporter.exportInto(ckpt, dir, o.export(), lf, f == Format.QDQ ? act : null, lora,
                         run.journal(f.id()),
                         (what, done, total) -> progress.update(what, part * total + done, formats.size() * total));
                 if (f == Format.QDQ && act != null && AimetEncodings.supports(qm)) {
@@ -207,6 +240,9 @@ public final class ExportPass {
                 }
                 outputs.add(new Written(new Output(dir, "onnx-" + variant + "-" + f.id()), info));
             }
+        }
+        if (adapters != null) {
+            outputs.forEach(x -> adapters.writeInto(x.dir(), ckpt.config()));
         }
         // a fully quantized graph's reference is the graph itself on this CPU (ONNX Runtime runs its Q / DQ as fake
         // quantization): a device is held to what the graph computes, not to the weight-only forward

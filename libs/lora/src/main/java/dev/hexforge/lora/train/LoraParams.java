@@ -111,7 +111,7 @@ public final class LoraParams<A> {
 
     /** [out, in] of a linear. */
     static int[] shape(ModelConfig c, Linear l) {
-        long[] s = LoraAdapter.linearShape(c, l);
+        long[] s = c.linearShape(l);
         return new int[]{(int) s[0], (int) s[1]};
     }
 

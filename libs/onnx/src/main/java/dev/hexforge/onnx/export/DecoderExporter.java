@@ -8,6 +8,7 @@ import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.io.Folders;
+import dev.hexforge.onnx.lora.LoraInputs;
 import dev.hexforge.onnx.proto.Onnx.ModelProto;
 import dev.hexforge.onnx.qdq.ActivationEncodings;
 import dev.hexforge.onnx.qdq.ActivationQdq;
@@ -79,7 +80,7 @@ public final class DecoderExporter {
             throw new ExportException("cannot create a working folder next to " + out + ": " + e.getMessage(), e);
         }
         try {
-            ExportInfo info = writeInto(ckpt, tmp, opt, format, activations, WeightJournal.NONE, progress);
+            ExportInfo info = writeInto(ckpt, tmp, opt, format, activations, null, WeightJournal.NONE, progress);
             Files.deleteIfExists(out);
             Files.move(tmp, out, StandardCopyOption.ATOMIC_MOVE);
             return info;
@@ -96,21 +97,24 @@ public final class DecoderExporter {
      * As {@link #export(Checkpoint, Path, ExportOptions, LinearFormat, ActivationEncodings, Progress)}, into
      * {@code dir}, a folder the caller owns and moves into place: the weights file an interrupted export left there
      * is continued after the groups of tensors {@code journal} holds, every other file is written again (graphs and
-     * side files are small), and the folder ends with the bytes of an export written whole.
+     * side files are small), and the folder ends with the bytes of an export written whole. With {@code lora}, the
+     * graphs take those LoRA inputs ({@link LoraInputs}; the caller writes the adapter files); the weights file is
+     * the same bytes as without.
      */
     public static ExportInfo exportInto(Checkpoint ckpt, Path dir, ExportOptions opt, LinearFormat format,
-                                        ActivationEncodings activations, WeightJournal journal, Progress progress) {
+                                        ActivationEncodings activations, LoraInputs lora, WeightJournal journal,
+                                        Progress progress) {
         try {
             Files.createDirectories(dir);
-            return writeInto(ckpt, dir, opt, format, activations, journal, progress);
+            return writeInto(ckpt, dir, opt, format, activations, lora, journal, progress);
         } catch (IOException e) {
             throw new ExportException("export to " + dir + " failed: " + e.getMessage(), e);
         }
     }
 
     private static ExportInfo writeInto(Checkpoint ckpt, Path dir, ExportOptions opt, LinearFormat format,
-                                        ActivationEncodings activations, WeightJournal journal, Progress progress)
-            throws IOException {
+                                        ActivationEncodings activations, LoraInputs lora, WeightJournal journal,
+                                        Progress progress) throws IOException {
         ModelConfig c = ckpt.config();
         boolean isStatic = opt.variant().fixedShapes();
         boolean genie = opt.variant() == Variant.GENIE;
@@ -120,6 +124,10 @@ public final class DecoderExporter {
         }
         ActivationEncodings act = !isStatic || activations == null ? null
                 : genie ? GenieIo.encodings(activations, c.numLayers()) : activations;
+        if (act != null && lora != null) {
+            throw new ExportException("LoRA adapters on fully quantized graphs are not supported: their inputs and the "
+                    + "low-rank products would need encodings of their own; export the adapters on a float or weight-only model");
+        }
         boolean quantizedIo = act != null && act.settings().quantizedIo();
         if (quantizedIo && genie) {
             throw new ExportException("quantized inputs and outputs (quantize.quantizeIo) are for the static layout: the QNN "
@@ -148,7 +156,7 @@ public final class DecoderExporter {
                     String name = genie ? GenieIo.graphName(prompt, seq, opt.contextLength(), p, parts.size()) : role;
                     String file = (genie ? name : parts.size() == 1 ? kind : kind + "_part" + p) + ".onnx";
                     ModelProto graph = DecoderGraph.fixedPart(c, weights, format, opset, seq, opt.contextLength(), name, meta,
-                            parts.get(p), opt.variant());
+                            parts.get(p), opt.variant(), lora);
                     if (act != null) {
                         graph = ActivationQdq.apply(graph, act.tensors(), n -> readFloats(onnxDir, weights.get(n)));
                         if (quantizedIo) {
@@ -160,7 +168,7 @@ public final class DecoderExporter {
                 }
             }
         } else {
-            writeModel(DecoderGraph.dynamic(c, weights, format, opset, meta), onnxDir.resolve("model.onnx"));
+            writeModel(DecoderGraph.dynamic(c, weights, format, opset, meta, lora), onnxDir.resolve("model.onnx"));
             graphs.put("model", "onnx/model.onnx");
         }
         ckpt.copySideFiles(dir);
@@ -177,7 +185,7 @@ public final class DecoderExporter {
                 isStatic ? opt.promptLength() : 0, isStatic ? opt.contextLength() : 0, DecoderGraph.MASK_NEGATIVE,
                 c.numLayers(), c.numKvHeads(), c.headDim(), c.vocabSize(), c.maxPositionEmbeddings(), c.eosTokenIds(),
                 ckpt.name(), c.tieWordEmbeddings() ? 0 : GraphParts.bytes(weights.stored(), TensorNames.EMBED),
-                isStatic ? null : DecoderGraph.LOGITS_FROM, ExportInfo.HEXFORGE_VERSION, precision(format, act), quantizedIo);
+                isStatic ? null : DecoderGraph.LOGITS_FROM, ExportInfo.HEXFORGE_VERSION, precision(format, act), quantizedIo, lora);
         info.write(dir);
         return info;
     }
@@ -198,7 +206,7 @@ public final class DecoderExporter {
         for (int l = 0; l < c.numLayers(); l++) {
             GraphParts.Part part = new GraphParts.Part(l, l + 1, l == 0, l == c.numLayers() - 1);
             ModelProto graph = DecoderGraph.fixedPart(c, weights, format, opset, seq, context, "calibration." + l, Map.of(), part,
-                    Variant.STATIC);
+                    Variant.STATIC, null);
             Path file = onnxDir.resolve("calibration_layer" + l + ".onnx");
             writeModel(ActivationQdq.withOutputs(graph, ActivationQdq.activations(graph.getGraph())), file);
             parts.add(file);

@@ -5,6 +5,7 @@ import dev.hexforge.checkpoint.TensorNames.Linear;
 import dev.hexforge.checkpoint.TensorNames;
 import dev.hexforge.onnx.builder.GraphBuilder.Attr;
 import dev.hexforge.onnx.builder.GraphBuilder;
+import dev.hexforge.onnx.lora.LoraInputs;
 import dev.hexforge.onnx.proto.Onnx.ModelProto;
 import dev.hexforge.onnx.proto.Onnx.TensorProto.DataType;
 
@@ -54,6 +55,8 @@ final class DecoderGraph {
     private final int toLayer;
     private final boolean embed;
     private final boolean last;
+    /** The graph's LoRA inputs, or null for none. */
+    private final LoraInputs lora;
 
     private final Set<String> declared = new HashSet<>();
     private String batchSeq;   // dynamic: int64 [2] = (batch, seq)
@@ -62,8 +65,9 @@ final class DecoderGraph {
     private String mask;
 
     private DecoderGraph(ModelConfig c, WeightFile weights, LinearFormat format, String name, int opset, Variant variant,
-                         int seq, int context, GraphParts.Part part) {
+                         int seq, int context, GraphParts.Part part, LoraInputs lora) {
         this.c = c;
+        this.lora = lora;
         this.weights = weights;
         this.format = format;
         this.g = new GraphBuilder(name, opset);
@@ -78,17 +82,11 @@ final class DecoderGraph {
         this.last = part.last();
     }
 
-    static ModelProto dynamic(ModelConfig c, WeightFile weights, LinearFormat format, int opset, Map<String, String> metadata) {
+    static ModelProto dynamic(ModelConfig c, WeightFile weights, LinearFormat format, int opset, Map<String, String> metadata,
+                              LoraInputs lora) {
         DecoderGraph d = new DecoderGraph(c, weights, format, "decoder", opset, Variant.DYNAMIC, -1, -1,
-                new GraphParts.Part(0, c.numLayers(), true, true));
+                new GraphParts.Part(0, c.numLayers(), true, true), lora);
         return d.emit(metadata);
-    }
-
-    /** A static graph of {@code seq} new tokens over {@code context} positions. */
-    static ModelProto fixed(ModelConfig c, WeightFile weights, LinearFormat format, int opset, int seq, int context,
-                            String name, Map<String, String> metadata) {
-        return fixedPart(c, weights, format, opset, seq, context, name, metadata, new GraphParts.Part(0, c.numLayers(), true, true),
-                Variant.STATIC);
     }
 
     /**
@@ -98,8 +96,9 @@ final class DecoderGraph {
      * with layers takes the positions, the mask and the past cache of its layers, and returns their new cache entries.
      */
     static ModelProto fixedPart(ModelConfig c, WeightFile weights, LinearFormat format, int opset, int seq, int context,
-                                String name, Map<String, String> metadata, GraphParts.Part part, Variant variant) {
-        DecoderGraph d = new DecoderGraph(c, weights, format, name, opset, variant, seq, context, part);
+                                String name, Map<String, String> metadata, GraphParts.Part part, Variant variant,
+                                LoraInputs lora) {
+        DecoderGraph d = new DecoderGraph(c, weights, format, name, opset, variant, seq, context, part, lora);
         return d.emit(metadata);
     }
 
@@ -277,14 +276,25 @@ final class DecoderGraph {
         String bias = c.attentionBias() && (which == Linear.Q || which == Linear.K || which == Linear.V)
                 ? w(TensorNames.bias(layer, which)) : null;
         String weight = TensorNames.weight(layer, which);
+        String y;
         if (format.handles(weight)) {
-            return format.emit(g, this::w, scope, x, weight, bias);
+            y = format.emit(g, this::w, scope, x, weight, bias);
+        } else {
+            List<String> in = new ArrayList<>(List.of(x, w(weight)));
+            if (bias != null) {
+                in.add(bias);
+            }
+            y = g.op(scope, "Gemm", in, Attr.i("transB", 1));
         }
-        List<String> in = new ArrayList<>(List.of(x, w(weight)));
-        if (bias != null) {
-            in.add(bias);
+        if (lora == null || !lora.covers(which)) {
+            return y;
         }
-        return g.op(scope, "Gemm", in, Attr.i("transB", 1));
+        // LoRA: y + (x · Aᵀ) · Bᵀ with A [rank, in] and B [out, rank] fed by the active adapter (its scale in B)
+        String a = g.input(LoraInputs.nameA(layer, which), DataType.FLOAT, lora.shapeA(c, which)[0], lora.shapeA(c, which)[1]);
+        String b = g.input(LoraInputs.nameB(layer, which), DataType.FLOAT, lora.shapeB(c, which)[0], lora.shapeB(c, which)[1]);
+        String down = g.op(scope + "/lora", "Gemm", List.of(x, a), Attr.i("transB", 1));
+        String up = g.op(scope + "/lora", "Gemm", List.of(down, b), Attr.i("transB", 1));
+        return g.op(scope + "/lora", "Add", y, up);
     }
 
     /** In the shape ONNX Runtime fuses into one SimplifiedLayerNormalization (the square must be a Pow). */

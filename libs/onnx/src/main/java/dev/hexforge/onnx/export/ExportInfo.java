@@ -2,6 +2,7 @@ package dev.hexforge.onnx.export;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.hexforge.onnx.lora.LoraInputs;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -26,6 +27,8 @@ import java.util.Map;
  *                      w8, w4 (weights only), float; null for exports made before it
  * @param quantizedIo   the static graphs' inputs and outputs are in their quantized types (uint16 / uint8 at the
  *                      encodings {@link dev.hexforge.onnx.qdq.QuantizedIo#encodings} reads from each graph)
+ * @param lora          the graphs' LoRA inputs and the export's adapters ({@link LoraInputs}); null when the graphs
+ *                      take none
  */
 public record ExportInfo(
         int formatVersion,
@@ -47,7 +50,8 @@ public record ExportInfo(
         String logitsFrom,
         String hexforgeVersion,
         String precision,
-        boolean quantizedIo) {
+        boolean quantizedIo,
+        LoraInputs lora) {
 
     public static final String FILE = "export.json";
     public static final String HEXFORGE_VERSION = "0.1.0";

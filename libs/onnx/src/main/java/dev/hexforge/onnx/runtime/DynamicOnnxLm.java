@@ -4,6 +4,7 @@ import ai.onnxruntime.OnnxTensor;
 import ai.onnxruntime.OnnxValue;
 import ai.onnxruntime.OrtEnvironment;
 import ai.onnxruntime.OrtException;
+import ai.onnxruntime.OrtLoraAdapter;
 import ai.onnxruntime.OrtSession;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.DecodeSession;
@@ -23,7 +24,7 @@ import java.util.Map;
 import java.util.Set;
 
 /** Runs a dynamic-shape export (Hugging Face convention) with batch 1, feeding each run's present cache back as past. */
-public final class DynamicOnnxLm implements CausalLm {
+public final class DynamicOnnxLm implements OnnxCausalLm {
     private final ExportInfo info;
     private final OrtSession session;
     private final OrtEnvironment env = OrtEnvironment.getEnvironment();
@@ -35,8 +36,20 @@ public final class DynamicOnnxLm implements CausalLm {
     /** Every output but the logits: what a generating run gets back in its result (the logits go to a pinned buffer). */
     private final Set<String> presents;
 
+    /** The feed of the graph's LoRA inputs and its adapter for this session (null when the graph takes none). */
+    private final Path dir;
+    private LoraFeed loraFeed;
+    private OrtLoraAdapter lora;
+
     public DynamicOnnxLm(Path dir, ExportInfo info, int threads, Map<String, String> qnn, Path profileDir, LogitRows rows) {
+        this(dir, info, threads, qnn, profileDir, rows, LoraFeed.open(dir, info, null));
+    }
+
+    /** @param lora the LoRA inputs' feed, owned (closed) by this model from here */
+    DynamicOnnxLm(Path dir, ExportInfo info, int threads, Map<String, String> qnn, Path profileDir, LogitRows rows, LoraFeed lora) {
+        this.dir = dir;
         this.info = info;
+        this.loraFeed = lora;
         this.keepLast = rows == LogitRows.LAST && info.logitsFrom() != null ? longs(new long[]{-1}, 1) : null;
         try {
             this.session = OrtSessions.open(info.graph(dir, "model"), threads, qnn, profileDir == null ? null : profileDir.resolve("model"),
@@ -55,6 +68,12 @@ public final class DynamicOnnxLm implements CausalLm {
             presentNames[i] = "present." + entry;
         }
         presents = new LinkedHashSet<>(List.of(presentNames));
+        try {
+            this.lora = lora.forSession(session);
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
     }
 
     private OnnxTensor longs(long[] values, long... shape) {
@@ -81,6 +100,22 @@ public final class DynamicOnnxLm implements CausalLm {
     }
 
     @Override
+    public void useAdapter(String adapter) {
+        LoraFeed next = LoraFeed.open(dir, info, adapter);
+        OrtLoraAdapter a;
+        try {
+            a = next.forSession(session);
+        } catch (RuntimeException e) {
+            next.close();
+            throw e;
+        }
+        LoraFeed previous = loraFeed;
+        loraFeed = next;
+        lora = a;
+        previous.close();
+    }
+
+    @Override
     public DecodeSession start(int capacity) {
         return new Session();
     }
@@ -95,6 +130,7 @@ public final class DynamicOnnxLm implements CausalLm {
             if (keepLast != null) {
                 keepLast.close();
             }
+            loraFeed.close();
         }
     }
 
@@ -171,7 +207,7 @@ public final class DynamicOnnxLm implements CausalLm {
                 float[][] logits;
                 if (logitsOut != null) {
                     try {
-                        r = OrtRuns.run(o -> session.run(in, presents, Map.of("logits", logitsOut), o));
+                        r = OrtRuns.run(lora, o -> session.run(in, presents, Map.of("logits", logitsOut), o));
                     } catch (OrtException e) {
                         throw new OnnxRuntimeException("ONNX Runtime run failed (the logits must be one row, [1, 1, "
                                 + info.vocabSize() + "], where " + info.logitsFrom() + " = -1 asks for the last one only): "
@@ -181,7 +217,7 @@ public final class DynamicOnnxLm implements CausalLm {
                     logitsBuffer.get(lastRow);
                     logits = new float[][]{lastRow};
                 } else {
-                    r = OrtRuns.run(o -> session.run(in, o));
+                    r = OrtRuns.run(lora, o -> session.run(in, o));
                     OnnxTensor logitsT = (OnnxTensor) r.get("logits").orElseThrow();
                     logits = unbatch(logitsT, (int) logitsT.getInfo().getShape()[1]);
                 }

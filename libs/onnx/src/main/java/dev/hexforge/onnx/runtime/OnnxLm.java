@@ -12,12 +12,12 @@ public final class OnnxLm {
     private OnnxLm() {
     }
 
-    public static CausalLm open(Path dir, int threads) {
+    public static OnnxCausalLm open(Path dir, int threads) {
         return open(dir, threads, null);
     }
 
     /** @param qnn QNN execution provider options, or null for the CPU (see {@link OrtSessions#open(Path, int, Map)}) */
-    public static CausalLm open(Path dir, int threads, Map<String, String> qnn) {
+    public static OnnxCausalLm open(Path dir, int threads, Map<String, String> qnn) {
         return open(dir, threads, qnn, null);
     }
 
@@ -25,7 +25,7 @@ public final class OnnxLm {
      * @param profileDir where each graph's session writes its ONNX Runtime profile ({@code <role>_<time>.json}) when
      *                   the model is closed, or null for no profiling (see {@link OpProfile})
      */
-    public static CausalLm open(Path dir, int threads, Map<String, String> qnn, Path profileDir) {
+    public static OnnxCausalLm open(Path dir, int threads, Map<String, String> qnn, Path profileDir) {
         return open(dir, threads, qnn, profileDir, LogitRows.ALL);
     }
 
@@ -34,11 +34,25 @@ public final class OnnxLm {
      *             {@code logits_from} initializer then runs its LM head for the last appended position only; static
      *             graphs (fixed output shapes for the NPU) and older exports still compute every row and return them
      */
-    public static CausalLm open(Path dir, int threads, Map<String, String> qnn, Path profileDir, LogitRows rows) {
+    public static OnnxCausalLm open(Path dir, int threads, Map<String, String> qnn, Path profileDir, LogitRows rows) {
+        return open(dir, threads, qnn, profileDir, rows, null);
+    }
+
+    /**
+     * @param adapter the LoRA adapter the runs feed ({@link LoraFeed#open}): one of the export's by name, an adapter
+     *                file, or null for the base model
+     */
+    public static OnnxCausalLm open(Path dir, int threads, Map<String, String> qnn, Path profileDir, LogitRows rows, String adapter) {
         ExportInfo info = ExportInfo.read(dir);
-        return switch (info.variant()) {
-            case DYNAMIC -> new DynamicOnnxLm(dir, info, threads, qnn, profileDir, rows);
-            case STATIC, GENIE -> new StaticOnnxLm(dir, info, threads, qnn, profileDir);
-        };
+        LoraFeed lora = LoraFeed.open(dir, info, adapter);
+        try {
+            return switch (info.variant()) {
+                case DYNAMIC -> new DynamicOnnxLm(dir, info, threads, qnn, profileDir, rows, lora);
+                case STATIC, GENIE -> new StaticOnnxLm(dir, info, threads, qnn, profileDir, lora);
+            };
+        } catch (RuntimeException e) {
+            lora.close();
+            throw e;
+        }
     }
 }

@@ -1,6 +1,7 @@
 package dev.hexforge.onnx.runtime;
 
 import ai.onnxruntime.OrtException;
+import ai.onnxruntime.OrtLoraAdapter;
 import ai.onnxruntime.OrtSession;
 
 import java.time.Duration;
@@ -41,7 +42,20 @@ public final class OrtRuns {
 
     /** Runs {@code call} with run options that {@link #stop} can terminate. */
     public static OrtSession.Result run(Call call) throws OrtException {
+        return run(null, call);
+    }
+
+    /** As {@link #run(Call)}, with {@code adapter} (null for none) active: ONNX Runtime feeds its parameters. */
+    public static OrtSession.Result run(OrtLoraAdapter adapter, Call call) throws OrtException {
         OrtSession.RunOptions options = new OrtSession.RunOptions();
+        if (adapter != null) {
+            try {
+                options.addActiveLoraAdapter(adapter);
+            } catch (OrtException e) {
+                options.close();
+                throw e;
+            }
+        }
         synchronized (ACTIVE) {
             if (stopping) {
                 options.close();

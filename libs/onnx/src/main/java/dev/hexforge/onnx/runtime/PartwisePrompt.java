@@ -4,6 +4,7 @@ import ai.onnxruntime.NodeInfo;
 import ai.onnxruntime.OnnxTensor;
 import ai.onnxruntime.OrtEnvironment;
 import ai.onnxruntime.OrtException;
+import ai.onnxruntime.OrtLoraAdapter;
 import ai.onnxruntime.OrtSession;
 import ai.onnxruntime.TensorInfo;
 import dev.hexforge.checkpoint.ModelConfig;
@@ -12,6 +13,7 @@ import dev.hexforge.forward.Rope;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.export.GenieIo;
 import dev.hexforge.onnx.export.Variant;
+import dev.hexforge.onnx.lora.LoraInputs;
 
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
@@ -38,6 +40,11 @@ public final class PartwisePrompt {
     }
 
     public static Perplexity.Scored score(Path dir, int[] ids, int threads) {
+        return score(dir, ids, threads, null);
+    }
+
+    /** As {@link #score(Path, int[], int)}, with the LoRA adapter {@code adapter} ({@link LoraFeed#open}; null: the base). */
+    public static Perplexity.Scored score(Path dir, int[] ids, int threads, String adapter) {
         ExportInfo info = ExportInfo.read(dir);
         if (!info.variant().fixedShapes()) {
             throw new IllegalArgumentException(dir + ": scoring by parts takes a static or Genie export, not " + info.variant().id());
@@ -54,7 +61,7 @@ public final class PartwisePrompt {
         Perplexity.Windows scored = new Perplexity.Windows(windows, seq);
         FloatBuffer[] hidden = new FloatBuffer[windows];
         long[][] hiddenShape = new long[windows][];
-        try {
+        try (LoraFeed lora = LoraFeed.open(dir, info, adapter)) {
             shared.put("position_ids", OnnxTensor.createTensor(env, IntBuffer.wrap(positions), new long[]{1, seq}));
             shared.put("attention_mask", OnnxTensor.createTensor(env,
                     FloatBuffer.wrap(StaticInputs.mask(0, seq, ctx, info.maskNegative())), new long[]{1, 1, seq, ctx}));
@@ -68,7 +75,7 @@ public final class PartwisePrompt {
                 Path graph = info.graph(dir, role);
                 try (OrtSession session = info.quantizedIo() ? OrtSessions.openFloatBoundary(graph, threads, null, null)
                         : OrtSessions.open(graph, threads)) {
-                    runPart(env, session, info, ids, seq, shared, scored, hidden, hiddenShape);
+                    runPart(env, session, lora.forSession(session), info, ids, seq, shared, scored, hidden, hiddenShape);
                 }
             }
         } catch (OrtException e) {
@@ -80,7 +87,7 @@ public final class PartwisePrompt {
     }
 
     /** Every window through one part: its hidden states replaced by the part's, or scored when the part ends in logits. */
-    private static void runPart(OrtEnvironment env, OrtSession session, ExportInfo info, int[] ids, int seq,
+    private static void runPart(OrtEnvironment env, OrtSession session, OrtLoraAdapter lora, ExportInfo info, int[] ids, int seq,
                                 Map<String, OnnxTensor> shared, Perplexity.Windows scored, FloatBuffer[] hidden,
                                 long[][] hiddenShape) throws OrtException {
         String hiddenIn = null;
@@ -90,7 +97,7 @@ public final class PartwisePrompt {
                 String name = e.getKey();
                 if (name.startsWith("hidden_states.")) {
                     hiddenIn = name;
-                } else if (!name.equals("input_ids") && !shared.containsKey(name)) {
+                } else if (!name.equals("input_ids") && !shared.containsKey(name) && !LoraInputs.isInput(name)) {
                     long[] shape = ((TensorInfo) e.getValue().getInfo()).getShape();
                     empty.put(name, OnnxTensor.createTensor(env, FloatBuffer.allocate((int) Arrays.stream(shape).reduce(1, (a, b) -> a * b)),
                             shape));
@@ -110,7 +117,7 @@ public final class PartwisePrompt {
                             in.put(name, t);
                         }
                     });
-                    try (OrtSession.Result r = OrtRuns.run(o -> session.run(in, o))) {
+                    try (OrtSession.Result r = OrtRuns.run(lora, o -> session.run(in, o))) {
                         if (last) {
                             FloatBuffer lb = ((OnnxTensor) r.get("logits").orElseThrow()).getFloatBuffer();
                             float[][] logits = new float[seq][info.vocabSize()];

@@ -3,6 +3,7 @@ package dev.hexforge.onnx.runtime;
 import ai.onnxruntime.OnnxTensor;
 import ai.onnxruntime.OrtEnvironment;
 import ai.onnxruntime.OrtException;
+import ai.onnxruntime.OrtLoraAdapter;
 import ai.onnxruntime.OrtSession;
 import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.contracts.JobSpec;
@@ -33,21 +34,36 @@ import java.util.Set;
  * ({@link GenieIo}) runs the same way with Genie's interface: the host computes each position's cos / sin from the
  * model's config, as Genie does, and keeps the keys transposed.
  */
-public final class StaticOnnxLm implements CausalLm {
+public final class StaticOnnxLm implements OnnxCausalLm {
+    private final Path dir;
     private final ExportInfo info;
-    private final List<Part> prompt;
-    private final List<Part> token;
+    private List<Part> prompt;
+    private List<Part> token;
     private final OrtEnvironment env = OrtEnvironment.getEnvironment();
     private final boolean genie;
     /** Genie's: the model's RoPE tables over the context, [ctx, head_dim] (cat(freqs, freqs) per position). */
     private final Rope rope;
 
     /** One graph of a pipeline with the layers whose cache it takes and returns, and the inputs it declares. */
-    private record Part(OrtSession session, int from, int to, boolean first, boolean last, Set<String> inputs) {
+    private record Part(OrtSession session, int from, int to, boolean first, boolean last, Set<String> inputs,
+                        OrtLoraAdapter lora) {
+        Part with(LoraFeed feed) {
+            return new Part(session, from, to, first, last, inputs, feed.forSession(session));
+        }
     }
 
+    /** The feed of the graphs' LoRA inputs: each part's adapter. */
+    private LoraFeed loraFeed;
+
     public StaticOnnxLm(Path dir, ExportInfo info, int threads, Map<String, String> qnn, Path profileDir) {
+        this(dir, info, threads, qnn, profileDir, LoraFeed.open(dir, info, null));
+    }
+
+    /** @param lora the LoRA inputs' feed, owned (closed) by this model from here */
+    StaticOnnxLm(Path dir, ExportInfo info, int threads, Map<String, String> qnn, Path profileDir, LoraFeed lora) {
+        this.dir = dir;
         this.info = info;
+        this.loraFeed = lora;
         this.genie = info.variant() == Variant.GENIE;
         this.rope = genie ? Rope.of(ModelConfig.read(dir), info.contextLength()) : null;
         List<Part> p = new ArrayList<>();
@@ -58,6 +74,7 @@ public final class StaticOnnxLm implements CausalLm {
         } catch (RuntimeException e) {
             p.forEach(x -> closeQuietly(x.session()));
             t.forEach(x -> closeQuietly(x.session()));
+            lora.close();
             throw e;
         }
         this.prompt = List.copyOf(p);
@@ -82,7 +99,14 @@ public final class StaticOnnxLm implements CausalLm {
                 from = first ? 0 : info.numLayers(); // a part with the embedding or the head only
                 to = from;
             }
-            into.add(new Part(s, from, to, first, s.getOutputNames().contains("logits"), Set.copyOf(s.getInputNames())));
+            OrtLoraAdapter adapter;
+            try {
+                adapter = loraFeed.forSession(s);
+            } catch (RuntimeException e) {
+                closeQuietly(s);
+                throw e;
+            }
+            into.add(new Part(s, from, to, first, s.getOutputNames().contains("logits"), Set.copyOf(s.getInputNames()), adapter));
         }
     }
 
@@ -128,6 +152,25 @@ public final class StaticOnnxLm implements CausalLm {
     }
 
     @Override
+    public void useAdapter(String adapter) {
+        LoraFeed next = LoraFeed.open(dir, info, adapter);
+        List<Part> p;
+        List<Part> t;
+        try {
+            p = prompt.stream().map(x -> x.with(next)).toList();
+            t = token.stream().map(x -> x.with(next)).toList();
+        } catch (RuntimeException e) {
+            next.close();
+            throw e;
+        }
+        LoraFeed previous = loraFeed;
+        loraFeed = next;
+        prompt = p;
+        token = t;
+        previous.close();
+    }
+
+    @Override
     public DecodeSession start(int capacity) {
         if (capacity > maxContext()) {
             throw new IllegalArgumentException("asked for " + capacity + " positions, over " + contextLimit()
@@ -147,6 +190,8 @@ public final class StaticOnnxLm implements CausalLm {
             }
         } catch (OrtException e) {
             throw new OnnxRuntimeException("closing sessions: " + e.getMessage(), e);
+        } finally {
+            loraFeed.close();
         }
     }
 
@@ -220,7 +265,7 @@ public final class StaticOnnxLm implements CausalLm {
                             in.put(valueIn(l), OnnxTensor.createTensor(env, pastSlots(values[l], past), pastShape));
                         }
                         OrtSession session = part.session();
-                        try (OrtSession.Result r = OrtRuns.run(o -> session.run(in, o))) {
+                        try (OrtSession.Result r = OrtRuns.run(part.lora(), o -> session.run(in, o))) {
                             if (part.last()) {
                                 FloatBuffer lb = ((OnnxTensor) r.get("logits").orElseThrow()).getFloatBuffer();
                                 logits = new float[n][info.vocabSize()];
