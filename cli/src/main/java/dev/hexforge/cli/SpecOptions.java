@@ -6,6 +6,7 @@ import dev.hexforge.contracts.FieldSpec;
 import dev.hexforge.contracts.InvalidJobSpecException;
 import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.JobSpecReader;
+import dev.hexforge.contracts.JobSpecFields;
 import dev.hexforge.contracts.JobSpecSchema;
 import dev.hexforge.contracts.Problem;
 import dev.hexforge.contracts.TargetSettings;
@@ -42,7 +43,7 @@ final class SpecOptions implements CommandLine.IDefaultValueProvider {
     /** Every field's help text, keyed by its path, with its default where it has one. */
     static ResourceBundle help() {
         Map<String, String> texts = new LinkedHashMap<>();
-        collect(JobSpecSchema.ROOT, "", texts);
+        collect(JobSpecFields.ROOT, "", texts);
         Object[][] contents = texts.entrySet().stream().map(e -> new Object[]{e.getKey(), e.getValue()}).toArray(Object[][]::new);
         return new ListResourceBundle() {
             @Override

@@ -97,29 +97,8 @@ public record JobSpec(int schemaVersion, String name, Input model, boolean allow
 
     /** @param maxGraphMb 0 in specs stored before it: the HTP's limit */
     public record Export(String variant, int opset, int seq, int ctx, int maxGraphMb) {
-        public static final int DEFAULT_MAX_GRAPH_MB = 2048;
-        /** The prompt-graph lengths (AR-N) a Genie export is built with. */
-        public static final List<Integer> GENIE_PROMPT_LENGTHS = List.of(64, 128);
-        /** The shortest context a Genie export is built for. */
-        public static final int GENIE_MIN_CONTEXT = 512;
-
-        /**
-         * The most tokens one Genie dialog holds, its prompt and what it generates together: the context less one
-         * prompt graph's length (CL - AR-N). Genie's prompt graph writes AR-N positions of the cache at a time, so the
-         * last AR-N are never free for it, and QAIRT 2.49-2.50's Genie stalls on a dialog that reaches into them.
-         */
-        public static int genieDialogTokens(int contextLength, int promptGraphLength) {
-            return contextLength - promptGraphLength;
-        }
-
-        /** {@link #genieDialogTokens} with its figures, for a message. */
-        public static String genieDialogLimit(int contextLength, int promptGraphLength) {
-            return "Genie's dialog limit of " + genieDialogTokens(contextLength, promptGraphLength) + " tokens (context "
-                    + contextLength + " - prompt graph AR-" + promptGraphLength + ")";
-        }
-
         public long maxGraphBytes() {
-            return (long) (maxGraphMb == 0 ? DEFAULT_MAX_GRAPH_MB : maxGraphMb) << 20;
+            return (long) (maxGraphMb == 0 ? NpuLimits.GRAPH_WEIGHT_MB : maxGraphMb) << 20;
         }
     }
 

@@ -7,7 +7,7 @@ import dev.hexforge.compile.genie.GenieConfig;
 import dev.hexforge.compile.genie.GenieConfigRules;
 import dev.hexforge.compile.genie.HtpExtConfig;
 import dev.hexforge.contracts.BenchmarkResult;
-import dev.hexforge.contracts.JobSpec;
+import dev.hexforge.contracts.NpuLimits;
 import dev.hexforge.devicerunner.SignedBundle;
 import dev.hexforge.eval.DeviceReference;
 import dev.hexforge.tokenizer.Tokenizer;
@@ -66,9 +66,9 @@ public final class GenieBackend extends PhoneBackend {
         int arch = manifest.path("htpArch").asInt();
         int context = manifest.path("contextLength").asInt();
         int ar = manifest.path("promptLength").asInt();
-        if (promptLength + newTokens > JobSpec.Export.genieDialogTokens(context, ar)) {
+        if (promptLength + newTokens > NpuLimits.genieDialogTokens(context, ar)) {
             throw new IllegalArgumentException("a prompt of " + promptLength + " tokens and " + newTokens + " new ones exceed "
-                    + JobSpec.Export.genieDialogLimit(context, ar) + " of this bundle: lower benchmark.promptLength or newTokens");
+                    + NpuLimits.genieDialogLimit(context, ar) + " of this bundle: lower benchmark.promptLength or newTokens");
         }
         Map<String, String> notAvailable = new LinkedHashMap<>();
         notAvailable.put("perplexity", "genie-t2t-run returns text, not logits");

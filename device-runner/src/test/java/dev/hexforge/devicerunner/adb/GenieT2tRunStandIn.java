@@ -5,7 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hexforge.compile.genie.GenieConfigRules;
-import dev.hexforge.contracts.JobSpec;
+import dev.hexforge.contracts.NpuLimits;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.Generator;
 import dev.hexforge.onnx.export.ExportInfo;
@@ -129,10 +129,10 @@ public final class GenieT2tRunStandIn {
                 stop.add(eos.asInt());
             }
             int max = Math.min(dialog.path("max-num-tokens").asInt(size), size - ids.length);
-            if (ids.length + max > JobSpec.Export.genieDialogTokens(size, info.promptLength())) {
+            if (ids.length + max > NpuLimits.genieDialogTokens(size, info.promptLength())) {
                 // the real tool does not fail here: QAIRT 2.49-2.50's Genie stalls; the double says so instead
                 fail("ERROR: stand-in: a dialog of " + ids.length + " + " + max + " tokens reaches past "
-                        + JobSpec.Export.genieDialogLimit(size, info.promptLength()) + ", where Genie stalls");
+                        + NpuLimits.genieDialogLimit(size, info.promptLength()) + ", where Genie stalls");
             }
             Generator.Options opt = new Generator.Options(max, topK == 1, sampler.path("temp").asDouble(0.8), topK,
                     sampler.path("top-p").asDouble(0.95), sampler.path("seed").asLong(42), stop);

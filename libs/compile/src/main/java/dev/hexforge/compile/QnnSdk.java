@@ -6,7 +6,7 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hexforge.compile.genie.GenieBundle;
 import dev.hexforge.contracts.ErrorCode;
-import dev.hexforge.contracts.JobSpec;
+import dev.hexforge.contracts.NpuLimits;
 import dev.hexforge.io.Folders;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.export.Variant;
@@ -123,7 +123,7 @@ public final class QnnSdk {
         manifest.put("promptLength", info.promptLength());
         if (genie) {
             // what one dialog holds, prompt and generated tokens together: the device runner refuses a run over it
-            manifest.put("dialogTokens", JobSpec.Export.genieDialogTokens(info.contextLength(), info.promptLength()));
+            manifest.put("dialogTokens", NpuLimits.genieDialogTokens(info.contextLength(), info.promptLength()));
         }
         manifest.put("precision", info.precision());
         manifest.put("qnnSdk", version());

@@ -3,11 +3,8 @@ package dev.hexforge.memory;
 import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.contracts.ErrorCode;
 import dev.hexforge.contracts.HexforgeException;
-import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.contracts.Stage;
 
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Locale;
 import java.util.function.Supplier;
 
@@ -171,24 +168,6 @@ public final class MemoryPlan {
     public static Estimate streaming(Stage stage, ModelConfig c) {
         return new Estimate(stage, BASE + largestTensor(c) * Float.BYTES, () -> "tensor by tensor; the largest is "
                 + gb(largestTensor(c) * Float.BYTES) + " in float32");
-    }
-
-    /** The estimates of a job's stages that run on the model (compile, sign and benchmark need next to nothing). */
-    public static List<Estimate> forJob(JobSpec spec, ModelConfig c) {
-        List<Estimate> out = new ArrayList<>();
-        for (Stage s : spec.stageList()) {
-            switch (s) {
-                case FINETUNE -> out.add(finetune(c, "bfloat16".equals(c.torchDtype()), spec.finetune().batch(),
-                        spec.finetune().maxLength()));
-                case QUANTIZE -> out.add(quantize(c, spec.quantize().method(), spec.quantize().calibrationSamples(),
-                        spec.quantize().calibrationLength(), spec.quantize().auto().maxExtraBytesPercent() > 0,
-                        Runtime.getRuntime().availableProcessors()));
-                case MERGE, EXPORT -> out.add(streaming(s, c));
-                default -> {
-                }
-            }
-        }
-        return out;
     }
 
     /**

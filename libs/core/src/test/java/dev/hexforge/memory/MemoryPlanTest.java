@@ -3,14 +3,11 @@ package dev.hexforge.memory;
 import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.contracts.ErrorCode;
 import dev.hexforge.contracts.HexforgeException;
-import dev.hexforge.contracts.JobSpecReader;
-import dev.hexforge.contracts.Stage;
 import dev.hexforge.safetensors.DType;
 import dev.hexforge.synth.Preset;
 import dev.hexforge.synth.SyntheticCheckpoint;
 import org.junit.jupiter.api.Test;
 
-import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -91,15 +88,5 @@ class MemoryPlanTest {
         assertTrue(held.bytes() > 6 * MemoryPlan.parameters(config(Preset.QWEN2_5_0_5B)), held.describe());
         // the 1.5B reference forward, refused under 6 GB in float32, fits a 1 GB heap when mapped
         MemoryPlan.require(MemoryPlan.referenceForward(config(Preset.QWEN2_5_1_5B), true), 1L << 30);
-        // at submission only config.json is at hand: its torch_dtype decides
-        assertEquals(mapped.bytes(), MemoryPlan.forJob(JobSpecReader.read("{\"model\": \"/m\", \"stages\": [\"finetune\"], "
-                + "\"finetune\": {\"data\": \"/d\", \"batch\": 1, \"maxLength\": 128}}"), config(Preset.QWEN2_5_0_5B)).get(0).bytes());
-    }
-
-    @Test
-    void aJobsStagesAreEstimatedInOrder() {
-        List<MemoryPlan.Estimate> plan = MemoryPlan.forJob(JobSpecReader.read("{\"model\": \"/m\", \"stages\": [\"finetune\", \"merge\", "
-                + "\"quantize\", \"export\", \"sign\"], \"finetune\": {\"data\": \"/d\"}}"), config(Preset.QWEN2_5_0_5B));
-        assertEquals(List.of(Stage.FINETUNE, Stage.MERGE, Stage.QUANTIZE, Stage.EXPORT), plan.stream().map(MemoryPlan.Estimate::stage).toList());
     }
 }

@@ -1,6 +1,6 @@
 package dev.hexforge.onnx.export;
 
-import dev.hexforge.contracts.JobSpec;
+import dev.hexforge.contracts.NpuLimits;
 import dev.hexforge.onnx.qdq.ActivationEncodings;
 import dev.hexforge.onnx.qdq.Encoding;
 
@@ -28,8 +28,8 @@ public final class GenieIo {
     public static final String COS = "position_ids_cos";
     public static final String SIN = "position_ids_sin";
     /** Prompt graph lengths (AR-N) a Genie bundle is built with (the job spec's rule). */
-    public static final List<Integer> PROMPT_LENGTHS = JobSpec.Export.GENIE_PROMPT_LENGTHS;
-    public static final int MIN_CONTEXT = JobSpec.Export.GENIE_MIN_CONTEXT;
+    public static final List<Integer> PROMPT_LENGTHS = NpuLimits.GENIE_PROMPT_LENGTHS;
+    public static final int MIN_CONTEXT = NpuLimits.GENIE_MIN_CONTEXT;
 
     private GenieIo() {
     }

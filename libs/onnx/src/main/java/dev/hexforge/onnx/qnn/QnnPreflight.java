@@ -1,6 +1,6 @@
 package dev.hexforge.onnx.qnn;
 
-import dev.hexforge.contracts.JobSpec;
+import dev.hexforge.contracts.NpuLimits;
 import dev.hexforge.onnx.proto.Onnx.GraphProto;
 import dev.hexforge.onnx.proto.Onnx.ModelProto;
 import dev.hexforge.onnx.proto.Onnx.NodeProto;
@@ -27,7 +27,7 @@ import java.util.TreeMap;
  */
 public final class QnnPreflight {
     /** The HTP's per-graph weight limit, 2 GiB (the job spec's default {@code export.maxGraphMb}). */
-    public static final long GRAPH_WEIGHT_LIMIT_BYTES = (long) JobSpec.Export.DEFAULT_MAX_GRAPH_MB << 20;
+    public static final long GRAPH_WEIGHT_LIMIT_BYTES = (long) NpuLimits.GRAPH_WEIGHT_MB << 20;
 
     /**
      * @param sixteenBitUses how many of the op's nodes take a 16-bit activation (the output of a DequantizeLinear

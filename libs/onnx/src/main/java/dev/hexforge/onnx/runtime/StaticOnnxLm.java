@@ -6,7 +6,7 @@ import ai.onnxruntime.OrtException;
 import ai.onnxruntime.OrtLoraAdapter;
 import ai.onnxruntime.OrtSession;
 import dev.hexforge.checkpoint.ModelConfig;
-import dev.hexforge.contracts.JobSpec;
+import dev.hexforge.contracts.NpuLimits;
 import dev.hexforge.forward.Rope;
 import dev.hexforge.generate.CausalLm;
 import dev.hexforge.generate.DecodeSession;
@@ -142,12 +142,12 @@ public final class StaticOnnxLm implements OnnxCausalLm {
     /** The static graphs' context; a Genie export's is the dialog Genie runs on it, the context less AR-N. */
     @Override
     public int maxContext() {
-        return genie ? JobSpec.Export.genieDialogTokens(info.contextLength(), info.promptLength()) : info.contextLength();
+        return genie ? NpuLimits.genieDialogTokens(info.contextLength(), info.promptLength()) : info.contextLength();
     }
 
     @Override
     public String contextLimit() {
-        return genie ? JobSpec.Export.genieDialogLimit(info.contextLength(), info.promptLength())
+        return genie ? NpuLimits.genieDialogLimit(info.contextLength(), info.promptLength())
                 : "the static graphs' context of " + info.contextLength();
     }
 

@@ -1,8 +1,6 @@
 package dev.hexforge.gateway.auth;
 
 import dev.hexforge.gateway.DashboardController;
-import dev.hexforge.gateway.device.DeviceEntity;
-import dev.hexforge.gateway.device.DeviceService;
 import dev.hexforge.web.RequestFirewall;
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.ServletException;
@@ -24,10 +22,10 @@ public class TokenFilter extends OncePerRequestFilter {
     public static final String DEVICE_ATTRIBUTE = "hexforge.device";
     static final String UI_HEADER = "X-Hexforge-UI";
     private final TokenService tokens;
-    private final DeviceService devices;
+    private final DeviceTokens devices;
     private final UiSessionService sessions;
 
-    TokenFilter(TokenService tokens, DeviceService devices, UiSessionService sessions) {
+    TokenFilter(TokenService tokens, DeviceTokens devices, UiSessionService sessions) {
         this.tokens = tokens;
         this.sessions = sessions;
         this.devices = devices;
@@ -92,12 +90,12 @@ public class TokenFilter extends OncePerRequestFilter {
                 return;
             }
         }
-        if (bearer != null && bearer.startsWith(DeviceService.PREFIX)) {
-            Optional<DeviceEntity> device = devices.lookup(bearer);
+        if (bearer != null && bearer.startsWith(DeviceTokens.PREFIX)) {
+            Optional<DeviceTokens.Device> device = devices.device(bearer);
             if (device.isPresent() && deviceMayCall(request)) {
-                request.setAttribute(TENANT_ATTRIBUTE, device.get().tenant);
+                request.setAttribute(TENANT_ATTRIBUTE, device.get().tenant());
                 request.setAttribute(ADMIN_ATTRIBUTE, false);
-                request.setAttribute(DEVICE_ATTRIBUTE, device.get().id);
+                request.setAttribute(DEVICE_ATTRIBUTE, device.get().id());
                 chain.doFilter(request, response);
                 return;
             }

@@ -1,18 +1,11 @@
 package dev.hexforge.gateway.config;
 
 import dev.hexforge.contracts.Capabilities;
-import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.InputPolicy;
 import dev.hexforge.contracts.Stage;
-import dev.hexforge.contracts.StageEvents;
-import dev.hexforge.contracts.Topics;
-import dev.hexforge.gateway.job.Conflicts;
-import dev.hexforge.gateway.job.JobService;
 import dev.hexforge.store.ArtifactStore;
-import dev.hexforge.web.DatabaseAway;
 import dev.hexforge.web.RequestFirewall;
 import dev.hexforge.web.UnavailableFilter;
-import org.apache.kafka.common.TopicPartition;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
@@ -21,12 +14,6 @@ import org.springframework.boot.web.servlet.FilterRegistrationBean;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.kafka.core.KafkaAdmin;
-import org.springframework.kafka.core.KafkaTemplate;
-import org.springframework.kafka.listener.CommonErrorHandler;
-import org.springframework.kafka.listener.ConsumerRecordRecoverer;
-import org.springframework.kafka.listener.DeadLetterPublishingRecoverer;
-import org.springframework.kafka.listener.DefaultErrorHandler;
-import org.springframework.util.backoff.FixedBackOff;
 
 import java.util.Arrays;
 import java.util.Optional;
@@ -51,46 +38,6 @@ public class GatewayConfig {
             return st;
         }).collect(Collectors.toSet());
         return new Capabilities(s, split(settings.quantizeMethods()), split(settings.compileTargets()), split(settings.benchmarkBackends()));
-    }
-
-    /**
-     * What happens to a stage event the gateway cannot apply: while the database is away, tried again until it is
-     * back; otherwise tried again {@code hexforge.event-retries} times {@code hexforge.event-retry-backoff} apart (an
-     * unreadable or inconsistent event is not tried again, it would fail the same way), then kept on the dead-letter topic
-     * with the failure in its headers, and its job failed with EVENT_UNPROCESSABLE — never dropped silently.
-     */
-    @Bean
-    CommonErrorHandler stageEventErrors(
-            KafkaTemplate<String, String> kafka, JobService jobs,
-            GatewayProperties settings) {
-        DeadLetterPublishingRecoverer dead = new DeadLetterPublishingRecoverer(
-                kafka, (record, ex) -> new TopicPartition(Topics.STAGE_EVENTS_DEAD, -1));
-        ConsumerRecordRecoverer recoverer = (record, ex) -> {
-            dead.accept(record, ex);
-            Throwable cause = ex;
-            while (cause.getCause() != null && cause != cause.getCause()) {
-                cause = cause.getCause();
-            }
-            String reason = cause.getMessage() == null ? cause.getClass().getSimpleName() : cause.getMessage();
-            LOG.warn("stage event kept on {}: {}", Topics.STAGE_EVENTS_DEAD, reason, ex);
-            try {
-                StageEvents.Event e = ContractsJson.read(String.valueOf(record.value()),
-                        StageEvents.Event.class);
-                Conflicts.retry(() -> {
-                    jobs.unprocessable(e, reason);
-                    return null;
-                });
-            } catch (RuntimeException notAnEvent) {
-                LOG.warn("the dead stage event names no job it could be reported on: {}", notAnEvent.getMessage());
-            }
-        };
-        DefaultErrorHandler handler = new DefaultErrorHandler(
-                recoverer, new FixedBackOff(settings.eventRetryBackoff().toMillis(), settings.eventRetries()));
-        handler.addNotRetryableExceptions(IllegalArgumentException.class); // unreadable or inconsistent: the same every time
-        // the database away is no fault of the event (and its job could not even be failed meanwhile): the event waits,
-        // its offset uncommitted, until the database is back; later events of the partition wait behind it
-        handler.setBackOffFunction((record, ex) -> UnavailableFilter.dependencyAway(ex).isPresent() ? DatabaseAway.untilBack() : null);
-        return handler;
     }
 
     /** Requests whose path is not in plain form are refused before any other filter sees them. */

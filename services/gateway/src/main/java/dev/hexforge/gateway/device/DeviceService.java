@@ -6,9 +6,9 @@ import dev.hexforge.contracts.ErrorCode;
 import dev.hexforge.contracts.Stage;
 import dev.hexforge.contracts.StageEvents;
 import dev.hexforge.contracts.Topics;
+import dev.hexforge.gateway.auth.DeviceTokens;
 import dev.hexforge.gateway.auth.TokenService;
 import dev.hexforge.gateway.config.GatewayProperties;
-import dev.hexforge.gateway.job.JobEntity;
 import dev.hexforge.gateway.outbox.Outbox;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -32,8 +32,7 @@ import java.util.UUID;
  * lease and the task is queued again. Start and result reach the job as stage events, like any stage service's.
  */
 @Service
-public class DeviceService {
-    public static final String PREFIX = "hxd_";
+public class DeviceService implements DeviceTokens {
     private static final Logger LOG = LoggerFactory.getLogger(DeviceService.class);
     private final DeviceRepository devices;
     private final BenchmarkTaskRepository tasks;
@@ -69,8 +68,11 @@ public class DeviceService {
         return token;
     }
 
-    public Optional<DeviceEntity> lookup(String token) {
-        return token != null && token.startsWith(PREFIX) ? devices.findByTokenHash(TokenService.hash(token)) : Optional.empty();
+    @Override
+    public Optional<DeviceTokens.Device> device(String token) {
+        return token != null && token.startsWith(PREFIX)
+                ? devices.findByTokenHash(TokenService.hash(token)).map(d -> new DeviceTokens.Device(d.id, d.tenant))
+                : Optional.empty();
     }
 
     List<DeviceEntity> list(String tenant) {
@@ -134,11 +136,11 @@ public class DeviceService {
     }
 
     /** Queues the benchmark attempt for a runner (called by the job state machine, in its transaction). */
-    public void queue(UUID attemptId, JobEntity job, DeviceMessages.BenchmarkTask task, String selector) {
+    public void queue(UUID attemptId, UUID jobId, String tenant, DeviceMessages.BenchmarkTask task, String selector) {
         BenchmarkTaskEntity t = new BenchmarkTaskEntity();
         t.id = attemptId;
-        t.jobId = job.id;
-        t.tenant = job.tenant;
+        t.jobId = jobId;
+        t.tenant = tenant;
         t.task = ContractsJson.write(task);
         t.selector = selector;
         t.state = BenchmarkTaskEntity.State.QUEUED;

@@ -239,7 +239,7 @@ public class JobService {
         } catch (RuntimeException e) { // an unreadable config fails the first stage with MODEL_INVALID and its message
             return;
         }
-        for (MemoryPlan.Estimate e : MemoryPlan.forJob(spec, config)) {
+        for (MemoryPlan.Estimate e : JobMemory.of(spec, config)) {
             OptionalLong reported = serviceMemory.heapOf(e.stage());
             long limit = reported.orElse(workerMemory);
             if (limit > 0 && e.heap() > limit) {
@@ -283,7 +283,7 @@ public class JobService {
         AttemptEntity a = attempts.save(JobStateMachine.dispatch(j, stage, earlier, ContractsJson.write(inputs), now));
         if (stage == Stage.BENCHMARK) { // device runners pull these over REST; no stage service consumes them
             JobSpec.Benchmark b = spec.benchmark();
-            devices.queue(a.id, j, new DeviceMessages.BenchmarkTask(a.id.toString(), j.id.toString(),
+            devices.queue(a.id, j.id, j.tenant, new DeviceMessages.BenchmarkTask(a.id.toString(), j.id.toString(),
                     inputs.isEmpty() ? null : inputs.get(0).id(), b.backends(), b.promptLength(), b.newTokens()),
                     DeviceService.selectorOf(b.device()));
             return;

@@ -1,12 +1,8 @@
-package dev.hexforge.gateway.device;
+package dev.hexforge.gateway.job;
 
 import dev.hexforge.contracts.ContractsJson;
 import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.gateway.auth.TokenFilter;
-import dev.hexforge.gateway.job.AttemptEntity;
-import dev.hexforge.gateway.job.AttemptRepository;
-import dev.hexforge.gateway.job.JobEntity;
-import dev.hexforge.gateway.job.JobRepository;
 import org.springframework.data.domain.PageRequest;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.RequestAttribute;
