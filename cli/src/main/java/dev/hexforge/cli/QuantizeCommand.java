@@ -10,6 +10,7 @@ import picocli.CommandLine.Option;
 
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -67,6 +68,10 @@ final class QuantizeCommand implements Callable<Integer> {
     int kvBits;
     @Option(names = "--quantize-io", descriptionKey = "quantize.quantizeIo")
     boolean quantizeIo;
+    @Option(names = "--adapter", paramLabel = "NAME=PEFT_DIR",
+            description = "a PEFT LoRA adapter the quantized graphs take beside the base (repeatable; as export --adapter): "
+                    + "fully quantized graphs get its inputs' and products' encodings, calibrated through the base and each adapter")
+    Map<String, Path> adapters = new LinkedHashMap<>();
     @Option(names = "--out", required = true)
     Path out;
     @Option(names = "--json", description = "print the report as one JSON object")
@@ -81,7 +86,7 @@ final class QuantizeCommand implements Callable<Integer> {
         }
         // the flags as the job spec of a quantize + export job: the passes map it as they map a fleet job's
         JobSpec job = SpecOptions.spec(spec, List.of("quantize", "export"), sym || asym ? Map.of("quantize.symmetric", sym) : Map.of());
-        ExportPass.Options export = exportFlags.options(job);
+        ExportPass.Options export = exportFlags.options(job).withAdapters(adapters);
         QuantizeRun.Result done = new QuantizeRun(calib, eval, seed, actOrder, window).run(job, export, model, out);
         QuantizePipeline.Result r = done.quantized();
         ExportPass.Result exported = done.exported();

@@ -41,6 +41,8 @@ record QuantizeRun(Path calib, Path eval, long seed, boolean actOrder, int windo
             QuantizeOptions opt = QuantizePass.options(job, calibration, eval != null ? eval : BundledData.evalText(bundled),
                     GatewayClient.stateFolder().resolve("cache")).withCalibrationSeed(seed)
                     .withGptq(Gptq.Options.defaults().withActOrder(actOrder)).withEvalWindow(window);
+            // the export's adapters are calibrated with the base
+            opt = QuantizePass.withAdapters(opt, model, export.adapters());
             QuantizePipeline.Result r = QuantizePass.run(model, nonFinite, opt, out, (what, done, total) -> bar.update(what, done, 2 * total));
             ExportPass.Result exported = null;
             if (r.passed()) {

@@ -8,6 +8,7 @@ import dev.hexforge.lora.LoraAdapter;
 import dev.hexforge.lora.LoraConfig;
 import dev.hexforge.lora.LoraException;
 import dev.hexforge.onnx.export.ExportException;
+import dev.hexforge.onnx.lora.LoraCalibration;
 import dev.hexforge.onnx.lora.LoraInputs;
 import dev.hexforge.onnx.lora.OnnxAdapterFile;
 
@@ -94,6 +95,17 @@ final class AdapterExport {
         named.forEach((name, dir) -> f.put("adapter " + name,
                 ModelDigest.ofFiles(dir, List.of(LoraConfig.FILE, LoraAdapter.WEIGHTS))));
         return f;
+    }
+
+    /** What activation calibration runs besides the base: every adapter's values of every LoRA input, by name. */
+    LoraCalibration calibration(ModelConfig c) {
+        List<Map<String, float[]>> values = new ArrayList<>();
+        for (LoraAdapter a : adapters.values()) {
+            Map<String, float[]> byName = new LinkedHashMap<>();
+            parameters(a, c).forEach(p -> byName.put(p.name(), p.floats()));
+            values.add(byName);
+        }
+        return new LoraCalibration(inputs, values);
     }
 
     /** Writes {@code dir/adapters/NAME.onnx_adapter} for every adapter. */

@@ -12,7 +12,6 @@ import dev.hexforge.forward.DecoderForward;
 import dev.hexforge.forward.DecoderWeights;
 import dev.hexforge.memory.MemoryPlan;
 import dev.hexforge.onnx.export.DecoderExporter;
-import dev.hexforge.onnx.export.ExportException;
 import dev.hexforge.onnx.export.ExportInfo;
 import dev.hexforge.onnx.export.ExportOptions;
 import dev.hexforge.onnx.export.GenieIo;
@@ -30,7 +29,6 @@ import dev.hexforge.quant.onnx.MatMulNBitsFormat;
 import dev.hexforge.quant.onnx.QdqFormat;
 import dev.hexforge.tokenizer.Tokenizer;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -138,12 +136,6 @@ public final class ExportPass {
             warnings.addAll(ckpt.warnings());
             Tokenizer.check(model, ckpt.config().vocabSize()); // every export ships it
             AdapterExport adapters = AdapterExport.read(o.adapters(), ckpt.config());
-            if (adapters != null && QuantizedCheckpoint.isQuantized(model) && o.export().variant().fixedShapes()
-                    && o.format() != Format.MATMULNBITS && Files.isRegularFile(model.resolve(ActivationEncodings.FILE))) {
-                throw new ExportException("LoRA adapters on fully quantized graphs (" + model.resolve(ActivationEncodings.FILE).getFileName()
-                        + " calibrated their activations) are not supported: the adapter inputs and low-rank products would "
-                        + "need encodings of their own; export the adapters on the float model, or quantize with --activations float");
-            }
             ExportRun run = ExportRun.open(out, outputDirs(model, o, out), settings(model, o), () -> ModelDigest.of(model));
             try {
                 export(ckpt, model, o, out, run, adapters, outputs, warnings, progress);

@@ -1,6 +1,7 @@
 package dev.hexforge.pass;
 
 import dev.hexforge.checkpoint.Checkpoint;
+import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.checkpoint.NonFinite;
 import dev.hexforge.contracts.JobSpec;
 import dev.hexforge.memory.MemoryPlan;
@@ -13,6 +14,7 @@ import dev.hexforge.quant.QuantizePipeline;
 import dev.hexforge.quant.gptq.Gptq;
 
 import java.nio.file.Path;
+import java.util.Map;
 
 /**
  * The quantize stage: quantizes a model's linears, measures the accuracy cost, applies the gate and, when it
@@ -73,6 +75,20 @@ public final class QuantizePass {
     public static Activations activations(String activations, int kvBits, String variant, String format) {
         return Activations.parse(activations, kvBits == 0 ? null : kvBits,
                 Variant.parse(variant).fixedShapes() && !format.equals("matmulnbits"));
+    }
+
+    /**
+     * {@code options} for fully quantized graphs that will take these LoRA adapters (by name, PEFT folders; the same
+     * the export is given): each is read against {@code model}'s config now, and activation calibration runs through
+     * the base and each of them. No adapters: {@code options} as they are.
+     */
+    public static QuantizeOptions withAdapters(QuantizeOptions options, Path model, Map<String, Path> adapters) {
+        if (adapters.isEmpty()) {
+            return options;
+        }
+        ModelConfig c = ModelConfig.read(model);
+        AdapterExport a = AdapterExport.read(adapters, c);
+        return options.withLora(a.calibration(c));
     }
 
     /** Quantizes {@code model} into {@code out}: the report, and the checkpoint when the gate passed. */

@@ -1,5 +1,6 @@
 package dev.hexforge.quant;
 
+import dev.hexforge.onnx.lora.LoraCalibration;
 import dev.hexforge.onnx.qdq.Activations;
 import dev.hexforge.quant.gptq.Gptq;
 
@@ -22,27 +23,42 @@ import java.util.List;
  *                     stay within this percentage of the quantized linears (0: off; needs calibration data)
  * @param activations  the static graph's activations: calibrated and gated when quantized (needs calibration data,
  *                     a quantized head, no linear kept in float); null or float: weights only
+ * @param lora         LoRA adapters the fully quantized graphs will run with (their inputs and products calibrated
+ *                     too, {@link LoraCalibration}); null: none
  */
 public record QuantizeOptions(String method, QuantSpec spec, List<String> keep, QuantSpec head, Calibration calibration,
                               Gptq.Options gptq,
                               Path evalText, int evalWindow, int evalTokens, double maxDeltaPpl, double autoKeepPercent,
-                              Path cache, Activations activations) {
+                              Path cache, Activations activations, LoraCalibration lora) {
     public static final double DEFAULT_MAX_DELTA_PPL = 0.5;
+
+    public QuantizeOptions(String method, QuantSpec spec, List<String> keep, QuantSpec head, Calibration calibration,
+                           Gptq.Options gptq, Path evalText, int evalWindow, int evalTokens, double maxDeltaPpl,
+                           double autoKeepPercent, Path cache, Activations activations) {
+        this(method, spec, keep, head, calibration, gptq, evalText, evalWindow, evalTokens, maxDeltaPpl, autoKeepPercent, cache,
+                activations, null);
+    }
+
+    /** These options for graphs that will run {@code lora}'s adapters. */
+    public QuantizeOptions withLora(LoraCalibration lora) {
+        return new QuantizeOptions(method, spec, keep, head, calibration, gptq, evalText, evalWindow, evalTokens, maxDeltaPpl,
+                autoKeepPercent, cache, activations, lora);
+    }
 
     public QuantizeOptions withGptq(Gptq.Options options) {
         return new QuantizeOptions(method, spec, keep, head, calibration, options, evalText, evalWindow, evalTokens, maxDeltaPpl,
-                autoKeepPercent, cache, activations);
+                autoKeepPercent, cache, activations, lora);
     }
 
     public QuantizeOptions withCalibrationSeed(long seed) {
         return new QuantizeOptions(method, spec, keep, head, calibration == null ? null
                 : new Calibration(calibration.file(), calibration.samples(), calibration.length(), seed), gptq, evalText, evalWindow,
-                evalTokens, maxDeltaPpl, autoKeepPercent, cache, activations);
+                evalTokens, maxDeltaPpl, autoKeepPercent, cache, activations, lora);
     }
 
     public QuantizeOptions withEvalWindow(int window) {
         return new QuantizeOptions(method, spec, keep, head, calibration, gptq, evalText, window, evalTokens, maxDeltaPpl,
-                autoKeepPercent, cache, activations);
+                autoKeepPercent, cache, activations, lora);
     }
 
     /** N samples of at most L tokens from a JSONL file, chosen with a seed. */

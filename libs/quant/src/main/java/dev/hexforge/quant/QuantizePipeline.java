@@ -259,7 +259,7 @@ public final class QuantizePipeline {
             Path graphs = scratch.resolve("calibration");
             try {
                 activations = ActivationCalibration.run(ckpt, new QdqFormat(qm), set.sequences(), ActivationCalibration.DEFAULT_CHUNKS,
-                        opt.activations(), graphs, progress);
+                        opt.activations(), opt.lora(), graphs, progress);
             } finally {
                 Folders.deleteQuietly(graphs);
             }

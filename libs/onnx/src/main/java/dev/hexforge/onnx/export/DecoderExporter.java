@@ -125,8 +125,19 @@ public final class DecoderExporter {
         ActivationEncodings act = !isStatic || activations == null ? null
                 : genie ? GenieIo.encodings(activations, c.numLayers()) : activations;
         if (act != null && lora != null) {
-            throw new ExportException("LoRA adapters on fully quantized graphs are not supported: their inputs and the "
-                    + "low-rank products would need encodings of their own; export the adapters on a float or weight-only model");
+            for (int l = 0; l < c.numLayers(); l++) {
+                for (var linear : lora.linears()) {
+                    if (!act.tensors().containsKey(LoraInputs.nameA(l, linear))) {
+                        throw new ExportException("the checkpoint's activation encodings were calibrated without LoRA adapters on "
+                                + linear.shortName() + " (no encoding for " + LoraInputs.nameA(l, linear) + "): quantize with the "
+                                + "same --adapter flags as the export, so the adapters' inputs and products have encodings");
+                    }
+                }
+            }
+        }
+        if (genie && lora != null) {
+            throw new ExportException("LoRA adapters on Genie's graphs are not supported yet (Genie applies adapters as the "
+                    + "QAIRT tools' LoRA binary sections); export them in the static layout (ort-qnn) or the dynamic one");
         }
         boolean quantizedIo = act != null && act.settings().quantizedIo();
         if (quantizedIo && genie) {
@@ -198,6 +209,12 @@ public final class DecoderExporter {
      */
     public static List<Path> writeCalibrationParts(Checkpoint ckpt, Path dir, LinearFormat format, int seq, int context,
                                                    Progress progress) throws IOException {
+        return writeCalibrationParts(ckpt, dir, format, seq, context, null, progress);
+    }
+
+    /** As {@link #writeCalibrationParts(Checkpoint, Path, LinearFormat, int, int, Progress)}, taking {@code lora}'s inputs (null: none). */
+    public static List<Path> writeCalibrationParts(Checkpoint ckpt, Path dir, LinearFormat format, int seq, int context,
+                                                   LoraInputs lora, Progress progress) throws IOException {
         ModelConfig c = ckpt.config();
         int opset = Math.max(Math.max(ExportOptions.DEFAULT_OPSET, format.minOpset()), ActivationQdq.OPSET);
         Path onnxDir = Files.createDirectories(dir.resolve("onnx"));
@@ -206,7 +223,7 @@ public final class DecoderExporter {
         for (int l = 0; l < c.numLayers(); l++) {
             GraphParts.Part part = new GraphParts.Part(l, l + 1, l == 0, l == c.numLayers() - 1);
             ModelProto graph = DecoderGraph.fixedPart(c, weights, format, opset, seq, context, "calibration." + l, Map.of(), part,
-                    Variant.STATIC, null);
+                    Variant.STATIC, lora);
             Path file = onnxDir.resolve("calibration_layer" + l + ".onnx");
             writeModel(ActivationQdq.withOutputs(graph, ActivationQdq.activations(graph.getGraph())), file);
             parts.add(file);

@@ -1,16 +1,20 @@
 package dev.hexforge.quant.calib;
 
+import ai.onnxruntime.NodeInfo;
 import ai.onnxruntime.OnnxTensor;
 import ai.onnxruntime.OnnxValue;
 import ai.onnxruntime.OrtEnvironment;
 import ai.onnxruntime.OrtException;
 import ai.onnxruntime.OrtSession;
+import ai.onnxruntime.TensorInfo;
 import dev.hexforge.checkpoint.Checkpoint;
 import dev.hexforge.checkpoint.ModelConfig;
 import dev.hexforge.onnx.export.DecoderExporter;
 import dev.hexforge.onnx.export.ExportOptions;
 import dev.hexforge.onnx.export.GraphParts;
 import dev.hexforge.onnx.export.LinearFormat;
+import dev.hexforge.onnx.lora.LoraCalibration;
+import dev.hexforge.onnx.lora.LoraInputs;
 import dev.hexforge.onnx.qdq.ActivationEncodings;
 import dev.hexforge.onnx.qdq.Activations;
 import dev.hexforge.onnx.qdq.Encoding;
@@ -28,6 +32,7 @@ import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -70,6 +75,16 @@ public final class ActivationCalibration {
      */
     public static ActivationEncodings run(Checkpoint ckpt, LinearFormat format, List<int[]> sequences, int chunks,
                                           Activations settings, Path scratch, Progress progress) {
+        return run(ckpt, format, sequences, chunks, settings, null, scratch, progress);
+    }
+
+    /**
+     * As {@link #run(Checkpoint, LinearFormat, List, int, Activations, Path, Progress)}, for graphs that take
+     * {@code lora}'s inputs (null: none): every chunk runs through the base (the inputs at zero) and through each
+     * adapter, and each range covers them all, the adapters' inputs and low-rank products included.
+     */
+    public static ActivationEncodings run(Checkpoint ckpt, LinearFormat format, List<int[]> sequences, int chunks,
+                                          Activations settings, LoraCalibration lora, Path scratch, Progress progress) {
         if (!settings.quantized()) {
             throw new IllegalArgumentException("float activations need no calibration");
         }
@@ -82,20 +97,27 @@ public final class ActivationCalibration {
         }
         List<Path> parts;
         try {
-            parts = DecoderExporter.writeCalibrationParts(ckpt, scratch, format, seq, ctx, Progress.NONE);
+            parts = DecoderExporter.writeCalibrationParts(ckpt, scratch, format, seq, ctx, lora == null ? null : lora.inputs(),
+                    Progress.NONE);
         } catch (IOException e) {
             throw new UncheckedIOException("writing calibration graphs into " + scratch + ": " + e.getMessage(), e);
         }
         Map<String, Encoding> encodings = new LinkedHashMap<>();
         Map<String, Double> noise = new HashMap<>();
-        float[][] hidden = new float[pieces.size()][];
+        // the base and each adapter: what the graphs will compute, run after run
+        List<Map<String, float[]>> variants = new ArrayList<>();
+        variants.add(Map.of());
+        if (lora != null) {
+            variants.addAll(lora.adapters());
+        }
+        float[][] hidden = new float[pieces.size() * variants.size()][];
         int threads = Runtime.getRuntime().availableProcessors();
         for (int l = 0; l < parts.size(); l++) {
             progress.update("calibrate activations", l, parts.size());
             Map<String, TensorRange> ranges = new LinkedHashMap<>();
             int layer = l;
             LargeStack.call("hexforge-calibration", () -> {
-                runLayer(c, parts.get(layer), layer, pieces, hidden, seq, ctx, threads, ranges);
+                runLayer(c, parts.get(layer), layer, pieces, variants, hidden, seq, ctx, threads, ranges);
                 return null;
             });
             ranges.forEach((name, r) -> {
@@ -134,8 +156,9 @@ public final class ActivationCalibration {
         return out;
     }
 
-    private static void runLayer(ModelConfig c, Path graph, int layer, List<int[]> pieces, float[][] hidden, int seq, int ctx,
-                                 int threads, Map<String, TensorRange> ranges) throws OrtException {
+    private static void runLayer(ModelConfig c, Path graph, int layer, List<int[]> pieces, List<Map<String, float[]>> variants,
+                                 float[][] hidden, int seq, int ctx, int threads, Map<String, TensorRange> ranges)
+            throws OrtException {
         OrtEnvironment env = OrtEnvironment.getEnvironment();
         long[] pastShape = {1, c.numKvHeads(), ctx - seq, c.headDim()};
         float[] zeros = new float[c.numKvHeads() * (ctx - seq) * c.headDim()];
@@ -146,12 +169,19 @@ public final class ActivationCalibration {
                      new long[]{1, 1, seq, ctx});
              OnnxTensor pastK = OnnxTensor.createTensor(env, FloatBuffer.wrap(zeros), pastShape);
              OnnxTensor pastV = OnnxTensor.createTensor(env, FloatBuffer.wrap(zeros), pastShape)) {
-            for (int p = 0; p < pieces.size(); p++) {
+            int runs = pieces.size() * variants.size();
+            for (int run = 0; run < runs; run++) {
+                int p = run % pieces.size();
                 Map<String, OnnxTensor> in = new HashMap<>();
                 OnnxTensor x = layer == 0
                         ? OnnxTensor.createTensor(env, IntBuffer.wrap(pieces.get(p)), new long[]{1, seq})
-                        : OnnxTensor.createTensor(env, FloatBuffer.wrap(hidden[p]), new long[]{seq, c.hiddenSize()});
+                        : OnnxTensor.createTensor(env, FloatBuffer.wrap(hidden[run]), new long[]{seq, c.hiddenSize()});
+                Map<String, OnnxTensor> lora = loraFeeds(env, session, variants.get(run / pieces.size()));
                 try {
+                    in.putAll(lora);
+                    // the adapter's inputs are activations of the graphs too
+                    lora.forEach((name, t) -> ranges.computeIfAbsent(name, k -> new TensorRange(runs, SMALL_SAMPLE))
+                            .add(t.getFloatBuffer()));
                     in.put(layer == 0 ? "input_ids" : GraphParts.hidden(layer), x);
                     in.put("position_ids", pos);
                     in.put("attention_mask", mask);
@@ -161,26 +191,45 @@ public final class ActivationCalibration {
                         for (Map.Entry<String, OnnxValue> e : r) {
                             FloatBuffer b = ((OnnxTensor) e.getValue()).getFloatBuffer();
                             if (e.getKey().equals(next)) {
-                                hidden[p] = new float[b.remaining()];
-                                b.get(hidden[p]);
+                                hidden[run] = new float[b.remaining()];
+                                b.get(hidden[run]);
                                 b.rewind();
                             }
-                            ranges.computeIfAbsent(e.getKey(), k -> new TensorRange(pieces.size(), isCache(k) ? SAMPLE : SMALL_SAMPLE)).add(b);
+                            ranges.computeIfAbsent(e.getKey(), k -> new TensorRange(runs, isCache(k) ? SAMPLE : SMALL_SAMPLE)).add(b);
                         }
                     }
                     // the inputs are activations too: this layer's hidden states and the mask
                     for (String name : List.of(layer == 0 ? "" : GraphParts.hidden(layer), "attention_mask")) {
                         if (!name.isEmpty()) {
-                            ranges.computeIfAbsent(name, k -> new TensorRange(pieces.size(), SMALL_SAMPLE)).add(in.get(name).getFloatBuffer());
+                            ranges.computeIfAbsent(name, k -> new TensorRange(runs, SMALL_SAMPLE)).add(in.get(name).getFloatBuffer());
                         }
                     }
                 } finally {
                     x.close();
+                    lora.values().forEach(OnnxTensor::close);
                 }
             }
         } catch (OnnxRuntimeException e) {
             throw new QuantizationException("activation calibration of layer " + layer + ": " + e.getMessage());
         }
+    }
+
+    /** The LoRA inputs the layer's graph takes, from the variant's values (zeros where it has none: the base). */
+    private static Map<String, OnnxTensor> loraFeeds(OrtEnvironment env, OrtSession session, Map<String, float[]> variant)
+            throws OrtException {
+        Map<String, OnnxTensor> feeds = new HashMap<>();
+        for (Map.Entry<String, NodeInfo> e : session.getInputInfo().entrySet()) {
+            if (!LoraInputs.isInput(e.getKey())) {
+                continue;
+            }
+            long[] shape = ((TensorInfo) e.getValue().getInfo()).getShape();
+            float[] values = variant.get(e.getKey());
+            if (values == null) {
+                values = new float[Math.toIntExact(Arrays.stream(shape).reduce(1, (a, b) -> a * b))];
+            }
+            feeds.put(e.getKey(), OnnxTensor.createTensor(env, FloatBuffer.wrap(values), shape));
+        }
+        return feeds;
     }
 
     /** A KV cache entry: a layer's new keys or values, or its past cache input. */

@@ -30,6 +30,9 @@ public final class QuantizeKey {
         f.put("max delta perplexity", Double.toString(o.maxDeltaPpl()));
         f.put("auto keep percent", Double.toString(o.autoKeepPercent()));
         f.put("activations", o.activations().toString());
+        if (o.lora() != null) {
+            f.put("lora adapters", o.lora().digest());
+        }
         return new RunKey(f);
     }
 }
