@@ -147,6 +147,15 @@ public final class OrtQnnBundler {
         m.put("compiledOnDevice", "at the first load of each graph (minutes for a 1.5B model), by ONNX Runtime's QNN provider");
         m.put("precision", info.precision());
         m.put("quantizedIo", info.quantizedIo());
+        if (info.lora() != null) {
+            // the graphs take LoRA inputs; each adapter file holds every one of them, fed by ONNX Runtime's adapters
+            // (OrtLoraAdapter with RunOptions.addActiveLoraAdapter; onnxruntime-genai's Adapters and SetActiveAdapter)
+            ObjectNode lora = m.putObject("lora");
+            lora.put("rank", info.lora().rank());
+            lora.putPOJO("modules", info.lora().modules());
+            ObjectNode adapters = lora.putObject("adapters");
+            info.lora().adapters().forEach(adapters::put);
+        }
         m.put("source", info.source());
         m.set("providerOptions", provider);
         m.putObject("sessionConfig").put("session.disable_cpu_ep_fallback", "1");

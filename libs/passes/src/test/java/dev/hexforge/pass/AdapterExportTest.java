@@ -3,6 +3,7 @@ package dev.hexforge.pass;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.hexforge.checkpoint.ModelConfig;
+import dev.hexforge.compile.CompileOptions;
 import dev.hexforge.checkpoint.NonFinite;
 import dev.hexforge.contracts.HexforgeException;
 import dev.hexforge.eval.Perplexity;
@@ -244,6 +245,13 @@ class AdapterExportTest {
             QnnPreflight.Report pre = QnnPreflight.check(dir.resolve(graph), Precision.parse("w8a16"));
             assertTrue(pre.clean(), graph + ": " + pre.problems());
         }
+        // the ort-qnn bundle carries the adapters and names them; on this CPU it runs as the export does
+        CompilePass.Result bundle = CompilePass.run(dir, new CompilePass.Options("ort-qnn", CompileOptions.of("SM8650", 0), null),
+                tmp.resolve("w8a16-task-bundle"));
+        JsonNode manifest = JSON.readTree(bundle.bundle().resolve("manifest.json").toFile());
+        assertEquals("adapters/task.onnx_adapter", manifest.at("/lora/adapters/task").asText(), manifest.toString());
+        assertEquals(8, manifest.at("/lora/rank").asInt());
+        assertEquals(adapted, perplexity(bundle.bundle(), "task", ids), 1e-9);
 
         // quantized without the adapter, its graphs have no encodings for the adapter's path: refused, nothing written
         QuantizePipeline.Result plain = QuantizePass.run(Fixtures.qwen2Tiny(), NonFinite.REFUSE, w8a16, tmp.resolve("w8a16-plain"),
