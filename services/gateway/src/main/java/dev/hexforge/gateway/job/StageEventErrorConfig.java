@@ -20,8 +20,8 @@ import org.springframework.util.backoff.FixedBackOff;
 
 /** How the gateway's listener of stage events treats an event it cannot apply. */
 @Configuration
-class StageEventErrors {
-    private static final Logger LOG = LoggerFactory.getLogger(StageEventErrors.class);
+class StageEventErrorConfig {
+    private static final Logger LOG = LoggerFactory.getLogger(StageEventErrorConfig.class);
 
     /**
      * What happens to a stage event the gateway cannot apply: while the database is away, tried again until it is
