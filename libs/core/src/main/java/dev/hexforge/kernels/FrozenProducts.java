@@ -50,7 +50,7 @@ final class FrozenProducts {
      * float32 one first (the FMA chain over o runs through the blocks in order either way, so the same bits).
      */
     static void nnFrozen(float[] dy, FrozenMatrix w, float[] dx, int from, int to, int out, int in,
-                                 boolean accumulate) {
+                         boolean accumulate) {
         int width = 4 * L;
         int quads = from + (to - from) / 4 * 4;
         float[] direct = w.floats();

@@ -35,7 +35,7 @@ final class VectorTiles {
      * the panel.
      */
     static void tile4x4(float[] dy, float[] w, int wStride, int wCol, float[] dx, int t, int i, int out, int in,
-                                boolean acc, int oFrom, int oTo) {
+                        boolean acc, int oFrom, int oTo) {
         int d0 = t * out;
         int d1 = d0 + out;
         int d2 = d1 + out;
@@ -196,7 +196,7 @@ final class VectorTiles {
 
     /** One row of {@link #tile4x4}: the same FMA chain over o for each output. */
     static void row1x4(float[] dy, float[] w, int wStride, int wCol, float[] dx, int t, int i, int out, int in,
-                               boolean acc, int oFrom, int oTo) {
+                       boolean acc, int oFrom, int oTo) {
         int r0 = t * in + i;
         FloatVector c0, c1, c2, c3;
         if (acc) {

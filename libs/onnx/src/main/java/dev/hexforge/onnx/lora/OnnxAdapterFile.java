@@ -135,14 +135,7 @@ public final class OnnxAdapterFile {
         w.putInt(0); // root offset, patched below
         w.put(IDENTIFIER);
         // Adapter: vtable of four fields, then the table (soffset, three ints, the parameters' offset)
-        int vtable = w.pos;
-        w.putShort(4 + 2 * 4);
-        w.putShort(20);
-        w.putShort(4);
-        w.putShort(8);
-        w.putShort(12);
-        w.putShort(16);
-        w.align(4);
+        int vtable = w.fourFieldVtable();
         int table = w.pos;
         w.patchInt(0, table);
         w.putInt(table - vtable);
@@ -162,14 +155,8 @@ public final class OnnxAdapterFile {
         for (int i = 0; i < ps.size(); i++) {
             Parameter p = ps.get(i);
             w.align(4);
-            int pv = w.pos;
-            w.putShort(4 + 2 * 4);
-            w.putShort(20);
-            w.putShort(4);
-            w.putShort(8);
-            w.putShort(12);
-            w.putShort(16);
-            w.align(4);
+            // Parameter: the same layout (soffset, name, dims, data type, raw data)
+            int pv = w.fourFieldVtable();
             int pt = w.pos;
             w.patchInt(elements + 4 * i, pt - (elements + 4 * i));
             w.putInt(pt - pv);
@@ -427,6 +414,21 @@ public final class OnnxAdapterFile {
             buf[at + 1] = (byte) (v >>> 8);
             buf[at + 2] = (byte) (v >>> 16);
             buf[at + 3] = (byte) (v >>> 24);
+        }
+
+        /**
+         * The vtable of a table of four 4-byte fields at offsets 4, 8, 12 and 16 (20 bytes with its soffset), aligned
+         * so that the table can follow it; returns the vtable's position.
+         */
+        int fourFieldVtable() {
+            int at = pos;
+            putShort(4 + 2 * 4);
+            putShort(20);
+            for (int field = 0; field < 4; field++) {
+                putShort(4 + 4 * field);
+            }
+            align(4);
+            return at;
         }
 
         void align(int n) {
