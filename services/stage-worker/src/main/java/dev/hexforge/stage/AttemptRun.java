@@ -28,7 +28,7 @@ import java.util.function.Supplier;
  * progress interval and repeated as a heartbeat, and its cancellation, which the next progress report throws.
  */
 final class AttemptRun implements Attempt {
-    private final StageWorker worker;
+    private final AttemptServices services;
     private final StageEvents.StageRequest req;
     private final Path dir;
     private final Thread thread = Thread.currentThread();
@@ -38,8 +38,8 @@ final class AttemptRun implements Attempt {
     private volatile boolean cancelled;
     private Path model;
 
-    AttemptRun(StageWorker worker, StageEvents.StageRequest req, Path dir) {
-        this.worker = worker;
+    AttemptRun(AttemptServices services, StageEvents.StageRequest req, Path dir) {
+        this.services = services;
         this.req = req;
         this.dir = dir;
     }
@@ -62,15 +62,15 @@ final class AttemptRun implements Attempt {
 
     /** Repeats the last progress when nothing was sent for a heartbeat interval (from the heartbeat thread). */
     void beat() {
-        if (!cancelled && System.nanoTime() - lastSent >= worker.heartbeat().toNanos()) {
+        if (!cancelled && System.nanoTime() - lastSent >= services.heartbeat().toNanos()) {
             emit(-1, lastMessage, Map.of());
         }
     }
 
     private void emit(double percent, String message, Map<String, Double> metrics) {
         lastSent = System.nanoTime();
-        worker.events().tell(req.jobId(), ContractsJson.write(new StageEvents.Progress(StageEvents.SCHEMA_VERSION, req.jobId(),
-                req.attemptId(), worker.stage(), Instant.now(), percent, message, metrics)));
+        services.events().tell(req.jobId(), ContractsJson.write(new StageEvents.Progress(StageEvents.SCHEMA_VERSION, req.jobId(),
+                req.attemptId(), services.stage(), Instant.now(), percent, message, metrics)));
     }
 
     @Override
@@ -104,7 +104,7 @@ final class AttemptRun implements Attempt {
         Optional<StageEvents.ArtifactRef> ref = req.inputs().stream()
                 .filter(i -> i.kind().equals(StageEvents.MODEL_ARCHIVE) || i.kind().equals(StageEvents.BASE_MODEL)).findFirst();
         if (ref.isPresent() && ref.get().kind().equals(StageEvents.MODEL_ARCHIVE)) {
-            return retrying(() -> worker.archives().unpacked(ref.get()));
+            return retrying(() -> services.archives().unpacked(ref.get()));
         }
         if (ref.isPresent()) { // an artifact of the tenant's, checked by the gateway
             Path in = dir.resolve("in").resolve("base-model");
@@ -116,13 +116,13 @@ final class AttemptRun implements Attempt {
         if (req.spec().model().path() == null) {
             throw new IllegalArgumentException("model: the request names no input for it (" + req.spec().model().describe() + ")");
         }
-        return worker.inputs().resolve("model.path", req.spec().model().path(), true);
+        return services.inputs().resolve("model.path", req.spec().model().path(), true);
     }
 
     @Override
     public Path input(String field, JobSpec.Input value) {
         if (value.path() != null) {
-            return worker.inputs().resolve(field + ".path", value.path(), false);
+            return services.inputs().resolve(field + ".path", value.path(), false);
         }
         StageEvents.ArtifactRef ref = req.inputs().stream().filter(i -> StageEvents.isInputFor(i.kind(), field)).findFirst()
                 .orElseThrow(() -> new IllegalArgumentException(field + ": the request carries no upload for it"));
@@ -134,7 +134,7 @@ final class AttemptRun implements Attempt {
         try {
             Files.createDirectories(file.getParent());
             MessageDigest md = MessageDigest.getInstance("SHA-256");
-            try (InputStream in = new DigestInputStream(worker.store().getStream(ref.key()), md)) {
+            try (InputStream in = new DigestInputStream(services.store().getStream(ref.key()), md)) {
                 Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
             }
             String got = HexFormat.of().formatHex(md.digest());
@@ -153,7 +153,7 @@ final class AttemptRun implements Attempt {
         checkCancelled();
         lastMessage = message;
         long now = System.nanoTime();
-        if (!force && now - lastProgress < worker.progressInterval().toNanos()) {
+        if (!force && now - lastProgress < services.progressInterval().toNanos()) {
             return;
         }
         lastProgress = now;
@@ -162,12 +162,12 @@ final class AttemptRun implements Attempt {
 
     @Override
     public ArtifactStore store() {
-        return worker.store();
+        return services.store();
     }
 
     @Override
     public StageEvents.ArtifactRef storeOutput(Path folder, String kind) {
-        ArtifactStore.StoredFolder stored = retrying(() -> worker.store().putFolder(folder));
+        ArtifactStore.StoredFolder stored = retrying(() -> services.store().putFolder(folder));
         return new StageEvents.ArtifactRef(StageEvents.artifactId(req.attemptId(), stored.sha256()), kind, stored.sha256(),
                 stored.size(), stored.key());
     }
@@ -176,23 +176,23 @@ final class AttemptRun implements Attempt {
     private void fetchFolder(String manifestSha, Path into) {
         retrying(() -> {
             Folders.deleteQuietly(into);
-            return worker.store().getFolder(manifestSha, into);
+            return services.store().getFolder(manifestSha, into);
         });
     }
 
     /** A transfer with the object store, tried again while it does not answer; the progress says why the attempt waits. */
     private <T> T retrying(Supplier<T> transfer) {
-        return worker.retryWhileAway(transfer, () -> progress(-1, "the object store does not answer; trying again", Map.of(), true));
+        return services.retry().retry(transfer, () -> progress(-1, "the object store does not answer; trying again", Map.of(), true));
     }
 
     @Override
     public <T> T whileAway(Supplier<T> call) {
-        return worker.retryWhileAway(call, () -> progress(-1, "a service this stage needs does not answer; trying again", Map.of(), true));
+        return services.retry().retry(call, () -> progress(-1, "a service this stage needs does not answer; trying again", Map.of(), true));
     }
 
     @Override
     public StageEvents.Completed completed(List<StageEvents.ArtifactRef> outputs, Object report) {
-        return new StageEvents.Completed(StageEvents.SCHEMA_VERSION, req.jobId(), req.attemptId(), req.tenant(), worker.stage(), Instant.now(),
+        return new StageEvents.Completed(StageEvents.SCHEMA_VERSION, req.jobId(), req.attemptId(), req.tenant(), services.stage(), Instant.now(),
                 outputs, ContractsJson.MAPPER.convertValue(report, REPORT));
     }
 

@@ -257,24 +257,15 @@ public abstract class StageWorker implements DisposableBean {
         return store;
     }
 
-    Duration heartbeat() {
-        return heartbeat;
-    }
-
-    Duration progressInterval() {
-        return progressInterval;
-    }
-
-    StageEventSender events() {
-        return events;
-    }
-
-    ArchiveCache archives() {
-        return archives;
-    }
-
-    InputPolicy inputs() {
-        return inputs;
+    /** What an attempt of this worker uses: its stage, events, store, inputs, intervals and retry while away. */
+    private AttemptServices attemptServices() {
+        return new AttemptServices(stage, events, store(), archives, inputs, heartbeat, progressInterval,
+                new AttemptServices.WhileAway() {
+                    @Override
+                    public <T> T retry(Supplier<T> call, Runnable waiting) {
+                        return retryWhileAway(call, waiting);
+                    }
+                });
     }
 
     /**
@@ -313,7 +304,7 @@ public abstract class StageWorker implements DisposableBean {
                 return;
             }
             clearForAttempt(dir);
-            AttemptRun attempt = new AttemptRun(this, req, dir);
+            AttemptRun attempt = new AttemptRun(attemptServices(), req, dir);
             running.put(req.attemptId(), attempt);
             attempt.progress(0, startMessage(req), Map.of(), true);
             StageEvents.Completed done = run(attempt);
