@@ -68,11 +68,9 @@ final class EvalCommand implements Runnable {
                     try (CausalLm lm = Models.open(model, threads, LogitRows.ALL, adapter)) {
                         r = Perplexity.evaluate(lm, ids, window, progress);
                     }
-                } else if (adapter != null) {
-                    throw new IllegalArgumentException("--adapter runs on an ONNX export made with --adapter; " + model
-                            + " is a Hugging Face folder (merge the adapter into it with hexforge merge instead)");
                 } else {
                     // a Hugging Face folder: one layer at a time from the checkpoint, any size in a small heap
+                    Models.refuseAdapter(model, adapter);
                     try (Checkpoint ckpt = Checkpoint.open(model)) {
                         r = FloatScoring.score(ckpt, ids, window, progress).result();
                     }

@@ -60,13 +60,18 @@ final class Models {
         if (ExportInfo.isExport(dir)) {
             return OnnxLm.open(dir, threads, null, null, rows, adapter);
         }
-        if (adapter != null) {
-            throw new IllegalArgumentException("--adapter runs on an ONNX export made with --adapter; " + dir
-                    + " is a Hugging Face folder (merge the adapter into it with hexforge merge instead)");
-        }
+        refuseAdapter(dir, adapter);
         try (Checkpoint ckpt = Checkpoint.open(dir)) {
             MemoryPlan.require(MemoryPlan.referenceForward(ckpt.config(), ckpt.mapsBf16()));
             return new DecoderForward(DecoderWeights.load(ckpt));
+        }
+    }
+
+    /** An adapter runs on an export made with it, never on a Hugging Face folder: refused when one is given for {@code dir}. */
+    static void refuseAdapter(Path dir, String adapter) {
+        if (adapter != null) {
+            throw new IllegalArgumentException("--adapter runs on an ONNX export made with --adapter; " + dir
+                    + " is a Hugging Face folder (merge the adapter into it with hexforge merge instead)");
         }
     }
 

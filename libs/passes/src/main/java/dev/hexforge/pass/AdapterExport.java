@@ -102,7 +102,7 @@ final class AdapterExport {
         List<Map<String, float[]>> values = new ArrayList<>();
         for (LoraAdapter a : adapters.values()) {
             Map<String, float[]> byName = new LinkedHashMap<>();
-            parameters(a, c).forEach(p -> byName.put(p.name(), p.floats()));
+            graphInputs(a, c).forEach(in -> byName.put(in.name(), in.values()));
             values.add(byName);
         }
         return new LoraCalibration(inputs, values);
@@ -121,31 +121,43 @@ final class AdapterExport {
         }
     }
 
-    /** Every LoRA input of the graphs, in layer and module order, from {@code a}. */
+    /** Every LoRA input of the graphs, in layer and module order, from {@code a}, as adapter file parameters. */
     List<OnnxAdapterFile.Parameter> parameters(LoraAdapter a, ModelConfig c) {
+        return graphInputs(a, c).stream().map(in -> OnnxAdapterFile.Parameter.ofFloats(in.name(), in.shape(), in.values())).toList();
+    }
+
+    /** One LoRA input of the graphs with an adapter's values for it. */
+    private record GraphInput(String name, long[] shape, float[] values) {
+    }
+
+    /**
+     * Every LoRA input of the graphs, in layer and module order, from {@code a}: A padded with zero rows to the rank,
+     * B scaled and padded with zero columns, zeros for a module {@code a} does not adapt.
+     */
+    private List<GraphInput> graphInputs(LoraAdapter a, ModelConfig c) {
         int rank = inputs.rank();
-        List<OnnxAdapterFile.Parameter> params = new ArrayList<>();
+        List<GraphInput> out = new ArrayList<>();
         for (int layer = 0; layer < c.numLayers(); layer++) {
             for (Linear l : inputs.linears()) {
                 long[] w = c.linearShape(l);
-                int out = (int) w[0];
+                int rows = (int) w[0];
                 int in = (int) w[1];
                 float[] pa = new float[rank * in];
-                float[] pb = new float[out * rank];
+                float[] pb = new float[rows * rank];
                 LowRankDelta d = a.delta(layer, l);
                 if (d != null) {
                     int r = d.rank();
                     System.arraycopy(d.a(), 0, pa, 0, r * in);
-                    for (int o = 0; o < out; o++) {
+                    for (int o = 0; o < rows; o++) {
                         for (int k = 0; k < r; k++) {
                             pb[o * rank + k] = d.b()[o * r + k] * d.scale();
                         }
                     }
                 }
-                params.add(OnnxAdapterFile.Parameter.ofFloats(LoraInputs.nameA(layer, l), inputs.shapeA(c, l), pa));
-                params.add(OnnxAdapterFile.Parameter.ofFloats(LoraInputs.nameB(layer, l), inputs.shapeB(c, l), pb));
+                out.add(new GraphInput(LoraInputs.nameA(layer, l), inputs.shapeA(c, l), pa));
+                out.add(new GraphInput(LoraInputs.nameB(layer, l), inputs.shapeB(c, l), pb));
             }
         }
-        return params;
+        return out;
     }
 }

@@ -290,8 +290,10 @@ final class DecoderGraph {
             return y;
         }
         // LoRA: y + (x · Aᵀ) · Bᵀ with A [rank, in] and B [out, rank] fed by the active adapter (its scale in B)
-        String a = g.input(LoraInputs.nameA(layer, which), DataType.FLOAT, lora.shapeA(c, which)[0], lora.shapeA(c, which)[1]);
-        String b = g.input(LoraInputs.nameB(layer, which), DataType.FLOAT, lora.shapeB(c, which)[0], lora.shapeB(c, which)[1]);
+        long[] shapeA = lora.shapeA(c, which);
+        long[] shapeB = lora.shapeB(c, which);
+        String a = g.input(LoraInputs.nameA(layer, which), DataType.FLOAT, shapeA[0], shapeA[1]);
+        String b = g.input(LoraInputs.nameB(layer, which), DataType.FLOAT, shapeB[0], shapeB[1]);
         String down = g.op(scope + "/lora", "Gemm", List.of(x, a), Attr.i("transB", 1));
         String up = g.op(scope + "/lora", "Gemm", List.of(down, b), Attr.i("transB", 1));
         return g.op(scope + "/lora", "Add", y, up);
